@@ -1,0 +1,20 @@
+// The callback receiver: a device command a host-side consumer waits for has completed (its
+// clSetEventCallback fired and the gateway put it here). Records the outcome, which releases the
+// host tasks and waits that depended on it.
+#include "engine.hpp"
+
+namespace hetflow::detail {
+
+void Engine::on_device_complete(const RequestPtr& r) {
+  cl_int status = CL_COMPLETE;
+  clGetEventInfo(r->event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  if (status == CL_COMPLETE)
+    finish(*r, Status::done);
+  else
+    finish(*r, Status::failed, std::string("the OpenCL command ended with ") + cl_error_name(status) +
+                                   (status == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST || status == -1
+                                        ? " (a command or host task it waited for failed)"
+                                        : ""));
+}
+
+}  // namespace hetflow::detail

@@ -1,0 +1,122 @@
+// The dispatcher: serial, in program order. Turns a request's declared accesses into hazard edges
+// (DESIGN.md §3), then hands device requests to the streaming node and arms host-side requests
+// (host tasks, waits, frees) to run when their predecessors complete. It never blocks.
+#include "engine.hpp"
+
+namespace hetflow::detail {
+namespace {
+
+struct AccessPlan {
+  Image image;
+  bool reads, writes;
+  const char* slot;
+};
+
+// The (image, access, slot) pairs a request makes of one tile; slot names are the six events of
+// 000 ch. 3 and 004.
+int plan(Kind kind, const Access& a, AccessPlan out[2]) {
+  switch (kind) {
+    case Kind::h2d:
+      out[0] = {Image::host, true, false, "offloading_write"};
+      out[1] = {Image::device, false, true, "offloading_write"};
+      return 2;
+    case Kind::d2h:
+      out[0] = {Image::device, true, false, "offloading_read"};
+      out[1] = {Image::host, false, true, "offloading_read"};
+      return 2;
+    case Kind::kernel:
+      out[0] = {Image::device, a.reads(), a.writes(),
+                a.role == Role::in ? "kernel_read" : a.role == Role::out ? "kernel_write" : "kernel_read+write"};
+      return 1;
+    case Kind::host:
+      out[0] = {Image::host, a.reads(), a.writes(),
+                a.role == Role::in ? "host_read" : a.role == Role::out ? "host_write" : "host_read+write"};
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+void Engine::dispatch(const RequestPtr& r) {
+  auto done = [this](const RequestPtr& x) { return is_done(x); };
+  std::vector<RequestPtr>& preds = r->preds;
+
+  switch (r->kind) {
+    case Kind::wait:
+      if (!r->wait_for.empty()) {
+        preds = std::move(r->wait_for);
+      } else if (r->wait_tile) {
+        tracker_.outstanding(r->wait_tile->id, done, preds);
+      } else {
+        tracker_.outstanding_all(done, preds);
+        std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
+        preds.insert(preds.end(), untracked_.begin(), untracked_.end());
+      }
+      arm_host_side(r);
+      return;
+    case Kind::release:
+      tracker_.outstanding(r->accesses.front().tile->id, done, preds);
+      tracker_.forget(r->accesses.front().tile->id);
+      arm_host_side(r);
+      return;
+    default:
+      break;
+  }
+
+  edge_scratch_.clear();
+  for (const auto& a : r->accesses) {
+    AccessPlan plans[2];
+    const int n = plan(r->kind, a, plans);
+    for (int i = 0; i < n; ++i)
+      tracker_.access(a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot, done,
+                      edge_scratch_);
+  }
+  if (r->accesses.empty()) {
+    if (untracked_.size() >= 64) std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
+    untracked_.push_back(r);
+  }
+  for (const auto& e : edge_scratch_)
+    if (std::find(preds.begin(), preds.end(), e.from) == preds.end()) preds.push_back(e.from);
+  if (recording) {
+    for (const auto& e : edge_scratch_) {
+      const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(),
+                                       [&](const Access& a) { return a.tile->id == e.tile; })->tile;
+      r->edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
+                                    tile.extent.dims, e.from_slot, e.to_slot});
+    }
+  }
+
+  if (!on_device(r->kind)) {
+    arm_host_side(r);
+    return;
+  }
+  // Host → device edges become user events the command waits for; device → device edges stay in
+  // `preds` for the streaming node, which reads their events when it enqueues (in program order,
+  // so they exist by then).
+  std::erase_if(preds, [&](const RequestPtr& p) {
+    if (on_device(p->kind)) return false;
+    std::lock_guard lock(p->m);
+    if (p->finished) {
+      if (p->status.load() != Status::done && r->cancel_cause.empty())
+        r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
+                          to_string(p->status.load());
+      return true;
+    }
+    if (!p->gate) {
+      cl_int err = CL_SUCCESS;
+      p->gate = clCreateUserEvent(context(), &err);
+      if (err != CL_SUCCESS) {
+        p->gate = nullptr;
+        if (r->cancel_cause.empty()) r->cancel_cause = std::string("clCreateUserEvent failed: ") + cl_error_name(err);
+        return true;
+      }
+    }
+    clRetainEvent(p->gate);
+    r->gates.push_back(p->gate);
+    return true;
+  });
+}
+
+}  // namespace hetflow::detail

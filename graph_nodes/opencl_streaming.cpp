@@ -1,0 +1,123 @@
+// The OpenCL streaming node: serial, so each queue receives its commands in program order. It
+// enqueues with event wait lists and returns at once; completion comes back, only where a host-side
+// consumer asked for it, through clSetEventCallback and the async_node's gateway.
+#include "engine.hpp"
+
+namespace hetflow::detail {
+namespace {
+
+bool contiguous(const Box& b, const Extent& e) {
+  if (b.size[1] == 1 && b.size[2] == 1) return true;          // part of one row
+  if (b.size[0] != e.x) return false;                           // rows are cut
+  return b.size[2] == 1 || b.size[1] == e.y;                    // whole rows of one slice, or whole slices
+}
+
+cl_int enqueue_transfer(cl_command_queue q, bool to_device, const Access& a, cl_uint n, const cl_event* list,
+                        cl_event* ev) {
+  const TileState& t = *a.tile;
+  const Box& b = a.box;
+  const std::size_t es = t.elem_size;
+  auto* host = static_cast<char*>(t.host);
+  if (contiguous(b, t.extent)) {
+    const std::size_t offset = (b.offset[0] + t.extent.x * (b.offset[1] + t.extent.y * b.offset[2])) * es;
+    const std::size_t bytes = b.count() * es;
+    return to_device ? clEnqueueWriteBuffer(q, t.device_buffer(), CL_FALSE, offset, bytes, host + offset, n, list, ev)
+                     : clEnqueueReadBuffer(q, t.device_buffer(), CL_FALSE, offset, bytes, host + offset, n, list, ev);
+  }
+  const std::size_t origin[3] = {b.offset[0] * es, b.offset[1], b.offset[2]};
+  const std::size_t region[3] = {b.size[0] * es, b.size[1], b.size[2]};
+  const std::size_t row = t.extent.x * es, slice = t.extent.x * t.extent.y * es;
+  return to_device ? clEnqueueWriteBufferRect(q, t.device_buffer(), CL_FALSE, origin, origin, region, row, slice, row,
+                                              slice, host, n, list, ev)
+                   : clEnqueueReadBufferRect(q, t.device_buffer(), CL_FALSE, origin, origin, region, row, slice, row,
+                                             slice, host, n, list, ev);
+}
+
+cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event* list, cl_event* ev, std::string& what) {
+  cl_kernel k = r.kernel.handle()();
+  for (cl_uint i = 0; i < r.args.size(); ++i) {
+    cl_int err = std::visit(
+        [&](const auto& arg) -> cl_int {
+          using A = std::decay_t<decltype(arg)>;
+          if constexpr (std::is_same_v<A, Access>) {
+            cl_mem mem = arg.tile->device_buffer();
+            return clSetKernelArg(k, i, sizeof mem, &mem);
+          } else if constexpr (std::is_same_v<A, ScalarArg>) {
+            return clSetKernelArg(k, i, arg.size, arg.bytes.data());
+          } else {
+            return clSetKernelArg(k, i, arg.bytes, nullptr);
+          }
+        },
+        r.args[i]);
+    if (err != CL_SUCCESS) {
+      what = "clSetKernelArg(" + std::to_string(i) + ")";
+      return err;
+    }
+  }
+  const Range& range = *r.range;
+  what = "clEnqueueNDRangeKernel";
+  return clEnqueueNDRangeKernel(q, k, range.dims(), range.has_offset() ? range.offset().data() : nullptr,
+                                range.global().data(), range.has_local() ? range.local().data() : nullptr, n, list, ev);
+}
+
+}  // namespace
+
+void Engine::enqueue(const RequestPtr& r) {
+  std::vector<cl_event> wait_list = std::move(r->gates);  // retained by the dispatcher
+  auto release_gates = [&] {
+    for (std::size_t i = 0; i < wait_list.size(); ++i) clReleaseEvent(wait_list[i]);
+  };
+  std::string cause = std::move(r->cancel_cause);
+  const std::size_t gate_count = wait_list.size();
+  if (cause.empty()) {
+    for (const auto& p : r->preds) {
+      const Status s = p->status.load();
+      cl_event e = p->event.load();
+      if (s == Status::failed || s == Status::cancelled || !e) {
+        cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
+                (s == Status::pending ? std::string("was never enqueued") : to_string(s));
+        break;
+      }
+      wait_list.push_back(e);
+    }
+  }
+  r->preds.clear();
+  if (!cause.empty()) {
+    wait_list.resize(gate_count);
+    release_gates();
+    finish(*r, Status::cancelled, "not run: " + cause);
+    return;
+  }
+
+  cl_command_queue q = queues[r->lane]();
+  cl_event ev = nullptr;
+  std::string what;
+  cl_int err;
+  const auto n = cl_uint(wait_list.size());
+  const cl_event* list = n ? wait_list.data() : nullptr;
+  if (r->kind == Kind::kernel) {
+    err = enqueue_kernel(q, *r, n, list, &ev, what);
+  } else {
+    const bool to_device = r->kind == Kind::h2d;
+    what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
+  }
+  wait_list.resize(gate_count);
+  release_gates();
+  if (err != CL_SUCCESS) {
+    finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
+    return;
+  }
+  r->event.store(ev);
+  // Commands another queue may wait on must reach the device now, not when the driver batches.
+  if (policy == Policy::async) clFlush(q);
+
+  bool register_now = false;
+  {
+    std::lock_guard lock(r->m);
+    if (r->watch_requested && !r->watched) register_now = r->watched = true;
+  }
+  if (register_now) watch(r);
+}
+
+}  // namespace hetflow::detail

@@ -1,0 +1,90 @@
+#pragma once
+// How a request declares what it does to a tile: in(t) reads it, out(t) writes it, io(t) both.
+// Dependencies are inferred from these declarations, never written by hand.
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <variant>
+
+#include <hetflow/tile.hpp>
+
+namespace hetflow {
+
+enum class Role : std::uint8_t { in, out, io };
+
+inline const char* to_string(Role r) { return r == Role::in ? "in" : r == Role::out ? "out" : "io"; }
+
+struct Access {
+  std::shared_ptr<detail::TileState> tile;
+  Box box;
+  Role role;
+  bool reads() const { return role != Role::out; }
+  bool writes() const { return role != Role::in; }
+};
+
+namespace detail {
+template <class T>
+Access make_access(const Tile<T>& t, Role r) {
+  return Access{t.shared_state(), Box::whole(t.extent()), r};
+}
+template <class T>
+Access make_access(const TileRegion<T>& t, Role r) {
+  (void)t.tile().extent();  // rejects an empty or freed tile here, at the call
+  return Access{t.tile().shared_state(), t.box(), r};
+}
+}  // namespace detail
+
+template <class X>
+Access in(const X& t) {
+  return detail::make_access(t, Role::in);
+}
+template <class X>
+Access out(const X& t) {
+  return detail::make_access(t, Role::out);
+}
+template <class X>
+Access io(const X& t) {
+  return detail::make_access(t, Role::io);
+}
+
+// A __local kernel argument of `count` elements of T.
+struct LocalMemory {
+  std::size_t bytes;
+};
+template <class T>
+LocalMemory local_mem(std::size_t count) {
+  return LocalMemory{count * sizeof(T)};
+}
+
+namespace detail {
+
+struct ScalarArg {
+  std::array<std::byte, 64> bytes{};
+  std::size_t size = 0;
+  const char* type = nullptr;  // OpenCL C name when known
+};
+
+using KernelArg = std::variant<Access, ScalarArg, LocalMemory>;
+
+template <class A>
+KernelArg to_kernel_arg(A&& a) {
+  using U = std::remove_cvref_t<A>;
+  if constexpr (std::is_same_v<U, Access> || std::is_same_v<U, LocalMemory>) {
+    return KernelArg(std::forward<A>(a));
+  } else {
+    static_assert(!std::is_same_v<U, TileRegion<float>>, "pass tile regions to launch() as in(r), out(r) or io(r)");
+    static_assert(std::is_trivially_copyable_v<U> && sizeof(U) <= 64,
+                  "a kernel argument is in(t)/out(t)/io(t), local_mem<T>(n) or a scalar passed by value "
+                  "(a tile must be wrapped in in(), out() or io())");
+    ScalarArg s;
+    std::memcpy(s.bytes.data(), &a, sizeof(U));
+    s.size = sizeof(U);
+    s.type = cl_type_name<U>();
+    return KernelArg(s);
+  }
+}
+
+}  // namespace detail
+}  // namespace hetflow

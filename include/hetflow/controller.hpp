@@ -1,0 +1,143 @@
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <hetflow/access.hpp>
+#include <hetflow/device.hpp>
+#include <hetflow/program.hpp>
+#include <hetflow/range.hpp>
+#include <hetflow/tile.hpp>
+
+namespace hetflow {
+
+// async: transfers, kernels and host tasks overlap wherever their tiles allow (one H2D queue, one
+// D2H queue, kernel_queues kernel queues). sync: one queue, and every request except a kernel
+// launch returns only when it is done — the baseline overlap is measured against.
+enum class Policy { async, sync };
+const char* to_string(Policy p);
+// "async" or "sync"; throws UsageError naming the text otherwise.
+Policy parse_policy(const std::string& text);
+
+struct ControllerOptions {
+  std::string device;                     // a device selection (see select_device); empty = HETFLOW_DEVICE or default
+  std::optional<Policy> policy;           // unset = HETFLOW_POLICY, else async
+  std::optional<unsigned> kernel_queues;  // unset = HETFLOW_KERNEL_QUEUES, else 1 (async only)
+  bool profiling = true;                  // OpenCL profiling on every queue (times in dumps and traces)
+  std::optional<bool> record;             // keep every request for dumps; unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set
+};
+
+namespace detail {
+class Engine;
+}
+struct RequestRecord;
+
+// One per device. Owns the OpenCL context and queues, the tiles' images, the program cache and the
+// flow graph that runs the requests. Submitting calls may come from any thread; they are ordered
+// by a lock, and that order is the program order hazards follow.
+class Controller {
+ public:
+  explicit Controller(const ControllerOptions& options = {});
+  explicit Controller(Policy policy) : Controller(options_with(policy)) {}
+  ~Controller();  // waits for everything submitted (errors are logged, not thrown)
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  const DeviceInfo& device() const;
+  const std::string& device_reason() const;
+  Policy policy() const;
+  unsigned kernel_queues() const;
+  const cl::Context& context() const;
+  ProgramCache& programs();
+
+  Kernel kernel(const std::string& file, const std::string& name, const std::string& build_options = {});
+  Kernel kernel_from_source(const std::string& source, const std::string& name, const std::string& build_options = {});
+
+  template <class T>
+  Tile<T> tile(const Extent& extent, std::string name = {}) {
+    return Tile<T>(make_tile(extent, sizeof(T), detail::cl_type_name<T>(), std::move(name), false));
+  }
+  template <class T>
+  Tile<T> device_tile(const Extent& extent, std::string name = {}) {
+    return Tile<T>(make_tile(extent, sizeof(T), detail::cl_type_name<T>(), std::move(name), true));
+  }
+
+  // Host image → device image (of the whole tile or a region).
+  template <class X>
+  void move_to(const X& t) {
+    submit_transfer(true, in(t));
+  }
+  // Device image → host image.
+  template <class X>
+  void move_from(const X& t) {
+    submit_transfer(false, in(t));
+  }
+
+  // Runs `kernel` over `range`. Arguments in the kernel's order: in(t)/out(t)/io(t) for buffers
+  // (tiles or regions), local_mem<T>(n) for __local, scalars by value.
+  template <class... Args>
+  void launch(const Kernel& kernel, const Range& range, Args&&... args) {
+    submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});
+  }
+
+  // Runs fn() on a TBB worker once the host images it declares are ready; fn may read the in()
+  // tiles' and write the out()/io() tiles' host images.
+  template <class F, class... Roles>
+    requires std::is_invocable_v<F&>
+  void host_task(std::string name, F&& fn, Roles&&... roles) {
+    submit_host(std::move(name), std::function<void()>(std::forward<F>(fn)), {Access(std::forward<Roles>(roles))...});
+  }
+  template <class F, class... Roles>
+    requires std::is_invocable_v<F&>
+  void host_task(F&& fn, Roles&&... roles) {
+    host_task(std::string("host_task"), std::forward<F>(fn), std::forward<Roles>(roles)...);
+  }
+
+  // Blocks until every request submitted so far on `t` is done; throws RequestFailed if one of
+  // them failed or was cancelled.
+  template <class T>
+  void wait(const Tile<T>& t) {
+    (void)t.extent();
+    wait_tile(t.shared_state());
+  }
+  // Blocks until everything submitted so far is done; throws RequestFailed naming every request
+  // that failed or was cancelled since the last wait.
+  void wait_all();
+
+  // Releases the tile once the requests already submitted on it are done; any later use of any
+  // handle to it is a UsageError.
+  template <class T>
+  void free(Tile<T>& t) {
+    (void)t.extent();
+    free_tile(t.shared_state());
+  }
+
+  // What was recorded for dumps (requires recording, see ControllerOptions::record).
+  bool recording() const;
+  std::vector<RequestRecord> records() const;
+  // The flow graph that runs the requests, as Graphviz DOT.
+  std::string topology_dot() const;
+
+  detail::Engine& engine() { return *engine_; }
+
+ private:
+  static ControllerOptions options_with(Policy p) {
+    ControllerOptions o;
+    o.policy = p;
+    return o;
+  }
+  std::shared_ptr<detail::TileState> make_tile(const Extent&, std::size_t elem_size, const char* elem_type,
+                                               std::string name, bool device_only);
+  void submit_transfer(bool to_device, Access access);
+  void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
+  void submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses);
+  void wait_tile(const std::shared_ptr<detail::TileState>& tile);
+  void free_tile(const std::shared_ptr<detail::TileState>& tile);
+
+  std::unique_ptr<detail::Engine> engine_;
+};
+
+}  // namespace hetflow

@@ -1,0 +1,55 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include <hetflow/opencl.hpp>
+
+namespace hetflow {
+
+// Every error hetflow throws derives from Error, so `catch (const hetflow::Error&)` takes them all.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The program asked for something that cannot be done (wrong kernel arguments, a region out of
+// bounds, a transfer on a device-only tile, a tile of another controller, use after free...).
+// Thrown by the submitting call before anything runs.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+// No OpenCL platform, or a device selection that matches nothing.
+struct DeviceError : Error {
+  using Error::Error;
+};
+
+// An OpenCL call failed. `code` is the OpenCL status, `name` its symbolic name (CL_INVALID_VALUE...).
+struct OpenCLError : Error {
+  OpenCLError(cl_int code, const std::string& what_failed);
+  cl_int code;
+  std::string name;
+};
+
+// A .cl program failed to build. The message holds the device, the file and the full build log.
+struct BuildError : Error {
+  BuildError(std::string device, std::string file, std::string log);
+  std::string device;
+  std::string file;
+  std::string log;
+};
+
+// A .cl file was not found on the search path; the message names every directory searched.
+struct FileNotFoundError : Error {
+  using Error::Error;
+};
+
+// One or more submitted requests failed (OpenCL failure, a host task threw) or were cancelled
+// because something they depend on failed. Thrown by wait()/wait_all().
+struct RequestFailed : Error {
+  using Error::Error;
+};
+
+// The symbolic name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), or "CL_ERROR(<n>)".
+const char* cl_error_name(cl_int code);
+
+}  // namespace hetflow

@@ -1,0 +1,12 @@
+#pragma once
+// hetflow: say what to do with tiles — move them, run OpenCL kernels and host functions on them —
+// and the oneTBB flow graph runs it, overlapping whatever the tiles' hazards allow.
+#include <hetflow/access.hpp>
+#include <hetflow/box.hpp>
+#include <hetflow/controller.hpp>
+#include <hetflow/device.hpp>
+#include <hetflow/errors.hpp>
+#include <hetflow/program.hpp>
+#include <hetflow/range.hpp>
+#include <hetflow/record.hpp>
+#include <hetflow/tile.hpp>

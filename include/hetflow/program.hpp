@@ -1,0 +1,93 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hetflow/opencl.hpp>
+
+namespace hetflow {
+
+// What the OpenCL driver reports of one kernel argument (programs are always built with
+// -cl-kernel-arg-info, so both NVIDIA and PoCL answer).
+struct KernelArgInfo {
+  cl_kernel_arg_address_qualifier address = CL_KERNEL_ARG_ADDRESS_PRIVATE;
+  std::string type_name;  // "float*", "int", ...
+  std::string name;
+  bool is_buffer() const { return address == CL_KERNEL_ARG_ADDRESS_GLOBAL || address == CL_KERNEL_ARG_ADDRESS_CONSTANT; }
+  bool is_local() const { return address == CL_KERNEL_ARG_ADDRESS_LOCAL; }
+};
+
+// A kernel of a built program: its name, its arguments as the driver reports them and the
+// OpenCL handle. Cheap to copy; the controller sets arguments only on its serial enqueue path.
+class Kernel {
+ public:
+  Kernel() = default;
+  const std::string& name() const { return state_->name; }
+  const std::string& program_label() const { return state_->program_label; }
+  std::size_t num_args() const { return state_->args.size(); }
+  const KernelArgInfo& arg(std::size_t i) const { return state_->args.at(i); }
+  const cl::Kernel& handle() const { return state_->kernel; }
+  const cl::Context& context() const { return state_->context; }
+  explicit operator bool() const { return state_ != nullptr; }
+
+ private:
+  friend class Program;
+  struct State {
+    std::string name, program_label;
+    std::vector<KernelArgInfo> args;
+    cl::Kernel kernel;
+    cl::Context context;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// A program built for one device with one set of options.
+class Program {
+ public:
+  Program(cl::Program program, cl::Context context, std::string label, std::string options);
+  const std::string& label() const { return label_; }       // the file it came from, or "<source>"
+  const std::string& options() const { return options_; }
+  const std::vector<std::string>& kernel_names() const { return kernel_names_; }
+  // Throws UsageError listing the program's kernels when `name` is not one of them.
+  Kernel kernel(const std::string& name) const;
+  const cl::Program& handle() const { return program_; }
+
+ private:
+  cl::Program program_;
+  cl::Context context_;
+  std::string label_, options_;
+  std::vector<std::string> kernel_names_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, Kernel> kernels_;
+};
+
+// Builds .cl programs once per (source, options) for one device of one context.
+// Files are looked up, in order, as given (absolute or relative to the working directory), then in
+// each directory of HETFLOW_KERNEL_PATH (':'-separated), the source tree's kernels_cl/, and the
+// installed share/hetflow/kernels_cl/ next to the library.
+class ProgramCache {
+ public:
+  ProgramCache(cl::Context context, cl::Device device);
+  std::shared_ptr<const Program> from_file(const std::string& file, const std::string& options = {});
+  std::shared_ptr<const Program> from_source(const std::string& source, const std::string& options = {},
+                                             const std::string& label = "<source>");
+  std::size_t size() const;
+
+ private:
+  std::shared_ptr<const Program> build(const std::string& source, const std::string& options, const std::string& label);
+  cl::Context context_;
+  cl::Device device_;
+  std::string device_name_;
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const Program>> by_key_;
+};
+
+// The directories searched for .cl files, in order (what FileNotFoundError lists).
+std::vector<std::string> kernel_search_path();
+// The full path of `file` on that search path; throws FileNotFoundError naming every place tried.
+std::string find_kernel_file(const std::string& file);
+
+}  // namespace hetflow

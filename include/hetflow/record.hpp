@@ -1,0 +1,36 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <hetflow/box.hpp>
+
+namespace hetflow {
+
+// Why one request waited for another (DESIGN.md §3): the hazard, the tile and image, the
+// overlapping region and the slots of both ends (offloading_write, kernel_read, host_write, ...).
+struct EdgeRecord {
+  std::uint64_t from = 0;
+  std::uint64_t to = 0;
+  std::string hazard;  // RAW, WAR, WAW
+  std::string tile;
+  std::string image;   // host, device
+  Box region;
+  int dims = 1;
+  std::string from_slot, to_slot;
+};
+
+// One request as the dumps show it. Times are nanoseconds on the host's steady clock since the
+// controller started; device times come from OpenCL profiling mapped onto that clock.
+struct RequestRecord {
+  std::uint64_t id = 0;
+  std::string kind;    // H2D, D2H, kernel, host, wait
+  std::string name;    // kernel name, host task name, "move_to(a)" ...
+  std::string lane;    // "H2D", "D2H", "kernel0", "host", "wait"
+  std::string status;  // done, failed, cancelled, pending
+  std::string error;
+  std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
+  std::vector<EdgeRecord> in_edges;
+};
+
+}  // namespace hetflow

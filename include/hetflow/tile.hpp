@@ -1,0 +1,129 @@
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include <hetflow/box.hpp>
+#include <hetflow/errors.hpp>
+#include <hetflow/opencl.hpp>
+
+namespace hetflow {
+
+class Controller;
+
+namespace detail {
+
+// The OpenCL C name of an element type, used to check a tile against a kernel's pointer argument.
+template <class T>
+constexpr const char* cl_type_name() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, float>) return "float";
+  else if constexpr (std::is_same_v<U, double>) return "double";
+  else if constexpr (std::is_same_v<U, std::int8_t> || std::is_same_v<U, char>) return "char";
+  else if constexpr (std::is_same_v<U, std::uint8_t>) return "uchar";
+  else if constexpr (std::is_same_v<U, std::int16_t>) return "short";
+  else if constexpr (std::is_same_v<U, std::uint16_t>) return "ushort";
+  else if constexpr (std::is_same_v<U, std::int32_t>) return "int";
+  else if constexpr (std::is_same_v<U, std::uint32_t>) return "uint";
+  else if constexpr (std::is_same_v<U, std::int64_t>) return "long";
+  else if constexpr (std::is_same_v<U, std::uint64_t>) return "ulong";
+  else return nullptr;
+}
+
+// What a Tile handle points to. Owned jointly by the user's handles and the requests in flight,
+// so buffers outlive every command that uses them.
+struct TileState {
+  std::uint64_t id = 0;
+  std::string name;
+  Extent extent;
+  std::size_t elem_size = 0;
+  const char* elem_type = nullptr;
+  bool device_only = false;
+  const void* owner = nullptr;      // the engine that made it
+  void* host = nullptr;             // the pinned host image, mapped once
+  cl::Buffer host_buffer;           // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
+  cl::Buffer device_buffer;
+  cl::CommandQueue unmap_queue;
+  std::atomic<bool> freed{false};
+
+  std::size_t bytes() const { return extent.count() * elem_size; }
+  ~TileState();
+};
+
+}  // namespace detail
+
+template <class T>
+class TileRegion;
+
+// A typed dense array of 1 to 3 dimensions with a pinned host image and a device image (or only a
+// device image). Made by Controller::tile / Controller::device_tile. Copies share the same tile.
+template <class T>
+class Tile {
+  static_assert(std::is_trivially_copyable_v<T>, "tile elements must be trivially copyable");
+
+ public:
+  Tile() = default;
+  const std::string& name() const { return state().name; }
+  const Extent& extent() const { return state().extent; }
+  std::size_t size() const { return state().extent.count(); }
+  int dims() const { return state().extent.dims; }
+  bool device_only() const { return state().device_only; }
+
+  // The host image. Read or write it only after wait(tile), or inside a host task that declared
+  // the access.
+  T* data() const {
+    const auto& s = state();
+    if (s.device_only) throw UsageError("tile '" + s.name + "' is device-only: it has no host image");
+    return static_cast<T*>(s.host);
+  }
+  std::span<T> host() const { return {data(), size()}; }
+  T& operator[](std::size_t i) const { return data()[i]; }
+  T& at(std::size_t x, std::size_t y = 0, std::size_t z = 0) const {
+    const auto& e = state().extent;
+    return data()[x + e.x * (y + e.y * z)];
+  }
+
+  TileRegion<T> region(const Box& box) const;
+  TileRegion<T> rows(std::size_t first, std::size_t count) const;  // rows [first, first+count) of a 2-D tile
+
+  const std::shared_ptr<detail::TileState>& shared_state() const { return state_; }
+  explicit operator bool() const { return state_ != nullptr; }
+
+ private:
+  friend class Controller;
+  explicit Tile(std::shared_ptr<detail::TileState> s) : state_(std::move(s)) {}
+  const detail::TileState& state() const {
+    if (!state_) throw UsageError("use of an empty Tile handle (made by Tile<T>() and never assigned)");
+    if (state_->freed.load(std::memory_order_relaxed)) throw UsageError("tile '" + state_->name + "' used after free");
+    return *state_;
+  }
+  std::shared_ptr<detail::TileState> state_;
+};
+
+// A box of a tile, usable wherever a tile is: move_to(t.region(b)), in(t.rows(0, 64)), ...
+template <class T>
+class TileRegion {
+ public:
+  TileRegion(Tile<T> t, const Box& b) : tile_(std::move(t)), box_(b) {}
+  const Tile<T>& tile() const { return tile_; }
+  const Box& box() const { return box_; }
+
+ private:
+  Tile<T> tile_;
+  Box box_;
+};
+
+template <class T>
+TileRegion<T> Tile<T>::region(const Box& box) const {
+  return TileRegion<T>(*this, box);
+}
+template <class T>
+TileRegion<T> Tile<T>::rows(std::size_t first, std::size_t count) const {
+  const auto& e = extent();
+  return TileRegion<T>(*this, Box{{0, first, 0}, {e.x, count, e.z}});
+}
+
+}  // namespace hetflow

@@ -1,0 +1,194 @@
+// The Controller: checks each request where it is submitted (misuse is a UsageError from the
+// submitting call, before anything runs) and hands it to the engine.
+#include <hetflow/controller.hpp>
+
+#include <map>
+
+#include "engine.hpp"
+
+namespace hetflow {
+namespace {
+
+using detail::Kind;
+using detail::Request;
+
+std::size_t cl_scalar_size(const std::string& type) {
+  static const std::map<std::string, std::size_t> sizes = {
+      {"char", 1},  {"uchar", 1}, {"bool", 1},  {"short", 2}, {"ushort", 2}, {"half", 2},   {"int", 4},
+      {"uint", 4},  {"float", 4}, {"long", 8},  {"ulong", 8}, {"double", 8}, {"size_t", 0}, {"ptrdiff_t", 0}};
+  std::string base = type;
+  std::size_t lanes = 1;
+  // Vector types: float4, int2, ...
+  auto digits = base.find_first_of("0123456789");
+  if (digits != std::string::npos) {
+    lanes = std::stoul(base.substr(digits));
+    if (lanes == 3) lanes = 4;  // a 3-vector occupies 4 lanes
+    base = base.substr(0, digits);
+  }
+  auto it = sizes.find(base);
+  return it == sizes.end() ? 0 : it->second * lanes;
+}
+
+std::string arg_label(const Kernel& k, std::size_t i) {
+  const auto& a = k.arg(i);
+  return "argument " + std::to_string(i) + " ('" + a.type_name + " " + a.name + "') of kernel '" + k.name() + "'";
+}
+
+}  // namespace
+
+const char* to_string(Policy p) { return p == Policy::sync ? "sync" : "async"; }
+
+Policy parse_policy(const std::string& text) {
+  if (text == "async") return Policy::async;
+  if (text == "sync") return Policy::sync;
+  throw UsageError("policy must be 'async' or 'sync', not '" + text + "'");
+}
+
+Controller::Controller(const ControllerOptions& options) : engine_(std::make_unique<detail::Engine>(options)) {}
+Controller::~Controller() = default;
+
+const DeviceInfo& Controller::device() const { return engine_->choice.device; }
+const std::string& Controller::device_reason() const { return engine_->choice.reason; }
+Policy Controller::policy() const { return engine_->policy; }
+unsigned Controller::kernel_queues() const { return engine_->kernel_queue_count; }
+const cl::Context& Controller::context() const { return engine_->context; }
+ProgramCache& Controller::programs() { return engine_->programs; }
+bool Controller::recording() const { return engine_->recording; }
+std::vector<RequestRecord> Controller::records() const { return engine_->records(); }
+std::string Controller::topology_dot() const { return engine_->topology_dot(); }
+
+Kernel Controller::kernel(const std::string& file, const std::string& name, const std::string& build_options) {
+  return engine_->programs.from_file(file, build_options)->kernel(name);
+}
+Kernel Controller::kernel_from_source(const std::string& source, const std::string& name,
+                                      const std::string& build_options) {
+  return engine_->programs.from_source(source, build_options)->kernel(name);
+}
+
+std::shared_ptr<detail::TileState> Controller::make_tile(const Extent& extent, std::size_t elem_size,
+                                                         const char* elem_type, std::string name, bool device_only) {
+  return engine_->make_tile(extent, elem_size, elem_type, std::move(name), device_only);
+}
+
+namespace {
+void check_tile(const detail::Engine& engine, const Access& a, const std::string& request) {
+  const auto& t = *a.tile;
+  if (t.freed.load()) throw UsageError(request + ": tile '" + t.name + "' used after free");
+  if (t.owner != &engine) throw UsageError(request + ": tile '" + t.name + "' belongs to another controller");
+  if (a.box.empty()) throw UsageError(request + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
+  if (!a.box.within(t.extent))
+    throw UsageError(request + ": region " + a.box.str(t.extent.dims) + " is out of the bounds of tile '" + t.name +
+                     "' (" + Box::whole(t.extent).str(t.extent.dims) + ")");
+}
+}  // namespace
+
+void Controller::submit_transfer(bool to_device, Access access) {
+  const std::string name = std::string(to_device ? "move_to(" : "move_from(") + access.tile->name + ")";
+  check_tile(*engine_, access, name);
+  if (access.tile->device_only)
+    throw UsageError(name + ": tile '" + access.tile->name + "' is device-only, it has no host image to move");
+  auto r = std::make_shared<Request>();
+  r->kind = to_device ? Kind::h2d : Kind::d2h;
+  r->lane = to_device ? engine_->h2d_lane() : engine_->d2h_lane();
+  r->name = name;
+  if (!(access.box == Box::whole(access.tile->extent))) r->name += access.box.str(access.tile->extent.dims);
+  r->accesses.push_back(std::move(access));
+  engine_->submit(std::move(r));
+}
+
+void Controller::submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args) {
+  if (!kernel) throw UsageError("launch of an empty Kernel handle");
+  const std::string what = "launch of kernel '" + kernel.name() + "'";
+  if (kernel.context()() != engine_->context())
+    throw UsageError(what + ": the kernel was built for another controller's context");
+  if (args.size() != kernel.num_args()) {
+    std::string sig;
+    for (std::size_t i = 0; i < kernel.num_args(); ++i)
+      sig += (i ? ", " : "") + kernel.arg(i).type_name + " " + kernel.arg(i).name;
+    throw UsageError(what + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
+                     std::to_string(args.size()));
+  }
+  for (unsigned d = 0; d < range.dims(); ++d)
+    if (range.global()[d] == 0) throw UsageError(what + ": the global range is 0 in dimension " + std::to_string(d));
+  auto r = std::make_shared<Request>();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const KernelArgInfo& info = kernel.arg(i);
+    if (const auto* a = std::get_if<Access>(&args[i])) {
+      if (!info.is_buffer())
+        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a->tile->name + "'");
+      check_tile(*engine_, *a, what);
+      std::string base = info.type_name;
+      if (!base.empty() && base.back() == '*') base.pop_back();
+      const std::size_t expected = cl_scalar_size(base);
+      if (expected && expected != a->tile->elem_size)
+        throw UsageError(what + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
+                         "-byte elements, tile '" + a->tile->name + "' holds " + std::to_string(a->tile->elem_size) +
+                         "-byte elements");
+      r->accesses.push_back(*a);
+    } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
+      if (info.is_buffer() || info.is_local())
+        throw UsageError(what + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
+                         " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
+      const std::size_t expected = cl_scalar_size(info.type_name);
+      if (expected && expected != s->size)
+        throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) + " bytes, got a " +
+                         std::to_string(s->size) + "-byte value");
+    } else {
+      if (!info.is_local())
+        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
+    }
+  }
+  r->kind = Kind::kernel;
+  r->name = kernel.name();
+  r->kernel = kernel;
+  r->range = range;
+  r->args = std::move(args);
+  r->lane = engine_->next_kernel_lane();
+  engine_->submit(std::move(r));
+}
+
+void Controller::submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses) {
+  const std::string what = "host task '" + name + "'";
+  for (const auto& a : accesses) {
+    check_tile(*engine_, a, what);
+    if (a.tile->device_only)
+      throw UsageError(what + ": tile '" + a.tile->name + "' is device-only, a host task cannot access it");
+  }
+  auto r = std::make_shared<Request>();
+  r->kind = Kind::host;
+  r->name = std::move(name);
+  r->fn = std::move(fn);
+  r->accesses = std::move(accesses);
+  engine_->submit(std::move(r));
+}
+
+void Controller::wait_all() { engine_->wait_all(); }
+
+void Controller::wait_tile(const std::shared_ptr<detail::TileState>& tile) {
+  if (tile->owner != engine_.get()) throw UsageError("wait: tile '" + tile->name + "' belongs to another controller");
+  engine_->wait_tile(tile);
+}
+
+void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
+  if (tile->owner != engine_.get()) throw UsageError("free: tile '" + tile->name + "' belongs to another controller");
+  if (tile->freed.exchange(true)) throw UsageError("free: tile '" + tile->name + "' was already freed");
+  auto r = std::make_shared<Request>();
+  r->kind = Kind::release;
+  r->name = "free(" + tile->name + ")";
+  r->accesses.push_back(Access{tile, Box::whole(tile->extent), Role::io});
+  // Runs once every earlier request on the tile is done; dropping the buffers then returns the
+  // memory (OpenCL frees it when no command uses it any more).
+  std::weak_ptr<detail::TileState> weak = tile;
+  r->fn = [weak] {
+    if (auto t = weak.lock()) {
+      if (t->host && t->host_buffer() && t->unmap_queue())
+        clEnqueueUnmapMemObject(t->unmap_queue(), t->host_buffer(), t->host, 0, nullptr, nullptr);
+      t->host = nullptr;
+      t->host_buffer = cl::Buffer();
+      t->device_buffer = cl::Buffer();
+    }
+  };
+  engine_->submit(std::move(r));
+}
+
+}  // namespace hetflow

@@ -1,0 +1,120 @@
+#pragma once
+// The hazard tracker of DESIGN.md §3, in its general form: per (tile, image) the outstanding
+// accesses (the last writers and the readers since them), each with its box. It knows nothing of
+// OpenCL or of how requests run; `Handle` names a request and `is_done(handle)` says whether it
+// has completed, so completed accesses are pruned and the lists stay short.
+#include <hetflow/box.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace hetflow::detail {
+
+enum class Hazard : std::uint8_t { RAW, WAR, WAW };
+enum class Image : std::uint8_t { host, device };
+
+inline const char* to_string(Hazard h) { return h == Hazard::RAW ? "RAW" : h == Hazard::WAR ? "WAR" : "WAW"; }
+inline const char* to_string(Image i) { return i == Image::host ? "host" : "device"; }
+
+inline Box intersection(const Box& a, const Box& b) {
+  Box r;
+  for (int d = 0; d < 3; ++d) {
+    const std::size_t lo = std::max(a.offset[d], b.offset[d]);
+    const std::size_t hi = std::min(a.offset[d] + a.size[d], b.offset[d] + b.size[d]);
+    r.offset[d] = lo;
+    r.size[d] = hi > lo ? hi - lo : 0;
+  }
+  return r;
+}
+
+template <class Handle>
+class DependencyTracker {
+ public:
+  // Why `to` must wait for `from`: the hazard, where (tile, image, the overlapping region) and the
+  // slots of DESIGN.md §3 (offloading_write, kernel_read, host_write, ...).
+  struct Edge {
+    Handle from;
+    Hazard hazard;
+    std::uint64_t tile;
+    Image image;
+    Box region;
+    const char* from_slot;
+    const char* to_slot;
+  };
+
+  // `who` reads and/or writes `box` of (tile, image). Appends to `edges` one edge per outstanding
+  // conflicting access of another request, then records the access. Never blocks.
+  template <class IsDone>
+  void access(std::uint64_t tile, Image image, const Box& box, bool reads, bool writes, const Handle& who,
+              const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
+    auto& list = lists_[tile][static_cast<int>(image)];
+    prune(list, is_done);
+    for (const auto& e : list) {
+      if (e.who == who || !e.box.overlaps(box)) continue;
+      if (!e.writes && !writes) continue;  // two reads never conflict
+      const Hazard h = e.writes ? (reads ? Hazard::RAW : Hazard::WAW) : Hazard::WAR;
+      edges.push_back(Edge{e.who, h, tile, image, intersection(e.box, box), e.slot, slot});
+    }
+    if (writes) {
+      // Accesses inside the written box are now ordered before `who`; anyone who would conflict
+      // with them conflicts with `who` and so waits for them transitively.
+      list.erase(std::remove_if(list.begin(), list.end(), [&](const Entry& e) { return box.contains(e.box); }),
+                 list.end());
+    } else {
+      for (auto& e : list)
+        if (e.who == who && e.box.contains(box)) return;  // already recorded (e.g. in(a) twice)
+    }
+    list.push_back(Entry{who, box, writes, slot});
+  }
+
+  // Every request still outstanding on `tile` (both images), each once.
+  template <class IsDone>
+  void outstanding(std::uint64_t tile, IsDone&& is_done, std::vector<Handle>& out) {
+    auto it = lists_.find(tile);
+    if (it == lists_.end()) return;
+    for (auto& list : it->second) {
+      prune(list, is_done);
+      for (const auto& e : list)
+        if (std::find(out.begin(), out.end(), e.who) == out.end()) out.push_back(e.who);
+    }
+  }
+
+  // Every request still outstanding on any tile, each once; drops tiles left with nothing.
+  template <class IsDone>
+  void outstanding_all(IsDone&& is_done, std::vector<Handle>& out) {
+    for (auto it = lists_.begin(); it != lists_.end();) {
+      outstanding(it->first, is_done, out);
+      if (it->second[0].empty() && it->second[1].empty())
+        it = lists_.erase(it);
+      else
+        ++it;
+    }
+  }
+
+  void forget(std::uint64_t tile) { lists_.erase(tile); }
+
+  // Outstanding accesses recorded, over all tiles (what must stay flat over a long run).
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (const auto& [tile, lists] : lists_) n += lists[0].size() + lists[1].size();
+    return n;
+  }
+
+ private:
+  struct Entry {
+    Handle who;
+    Box box;
+    bool writes;
+    const char* slot;
+  };
+  template <class IsDone>
+  static void prune(std::vector<Entry>& list, IsDone& is_done) {
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const Entry& e) { return is_done(e.who); }), list.end());
+  }
+  std::unordered_map<std::uint64_t, std::array<std::vector<Entry>, 2>> lists_;
+};
+
+}  // namespace hetflow::detail

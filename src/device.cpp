@@ -1,0 +1,140 @@
+#include <hetflow/device.hpp>
+#include <hetflow/errors.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+namespace hetflow {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return out;
+}
+
+std::string trimmed(std::string s) {
+  // Some drivers pad names with spaces or a trailing NUL.
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  auto first = s.find_first_not_of(' ');
+  return first == std::string::npos ? std::string{} : s.substr(first);
+}
+
+std::string describe_all(const std::vector<DeviceInfo>& devices) {
+  std::ostringstream os;
+  for (const auto& d : devices)
+    os << "\n  " << d.id() << "  " << d.type_name() << "  " << d.name << "  (platform: " << d.platform_name << ")";
+  return os.str();
+}
+
+const char* no_platform_help =
+    "no OpenCL platform found: the ICD loader (libOpenCL.so) found no vendor driver. "
+    "Install one (on Debian: `apt-get install pocl-opencl-icd` for the CPU, or your GPU vendor's "
+    "OpenCL ICD) and check that /etc/OpenCL/vendors/ holds its .icd file "
+    "(or point OCL_ICD_VENDORS at the directory that does).";
+
+}  // namespace
+
+std::string DeviceInfo::type_name() const {
+  if (type & CL_DEVICE_TYPE_GPU) return "GPU";
+  if (type & CL_DEVICE_TYPE_CPU) return "CPU";
+  if (type & CL_DEVICE_TYPE_ACCELERATOR) return "ACCELERATOR";
+  if (type & CL_DEVICE_TYPE_CUSTOM) return "CUSTOM";
+  return "OTHER";
+}
+
+std::string DeviceInfo::id() const { return std::to_string(platform_index) + ":" + std::to_string(device_index); }
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<cl::Platform> platforms;
+  cl_uint count = 0;
+  cl_int err = clGetPlatformIDs(0, nullptr, &count);
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && count == 0)) throw DeviceError(no_platform_help);
+  if (err != CL_SUCCESS) throw OpenCLError(err, "clGetPlatformIDs");
+  cl::Platform::get(&platforms);
+
+  std::vector<DeviceInfo> out;
+  for (unsigned p = 0; p < platforms.size(); ++p) {
+    std::vector<cl::Device> devices;
+    try {
+      platforms[p].getDevices(CL_DEVICE_TYPE_ALL, &devices);
+    } catch (const cl::Error& e) {
+      if (e.err() == CL_DEVICE_NOT_FOUND) continue;  // a platform with no device is not an error
+      throw OpenCLError(e.err(), "clGetDeviceIDs");
+    }
+    for (unsigned d = 0; d < devices.size(); ++d) {
+      const cl::Device& dev = devices[d];
+      DeviceInfo info;
+      info.platform_index = p;
+      info.device_index = d;
+      info.platform = platforms[p];
+      info.device = dev;
+      info.platform_name = trimmed(platforms[p].getInfo<CL_PLATFORM_NAME>());
+      info.platform_version = trimmed(platforms[p].getInfo<CL_PLATFORM_VERSION>());
+      info.name = trimmed(dev.getInfo<CL_DEVICE_NAME>());
+      info.vendor = trimmed(dev.getInfo<CL_DEVICE_VENDOR>());
+      info.version = trimmed(dev.getInfo<CL_DEVICE_VERSION>());
+      info.driver_version = trimmed(dev.getInfo<CL_DRIVER_VERSION>());
+      info.type = dev.getInfo<CL_DEVICE_TYPE>();
+      info.compute_units = dev.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
+      info.global_mem_bytes = dev.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
+      info.local_mem_bytes = dev.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
+      info.max_work_group_size = dev.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+      // Deprecated in 2.0 but still answered by NVIDIA and PoCL; CPU devices share host memory.
+      cl_bool unified = CL_FALSE;
+      if (clGetDeviceInfo(dev(), CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr) != CL_SUCCESS)
+        unified = (info.type & CL_DEVICE_TYPE_CPU) ? CL_TRUE : CL_FALSE;
+      info.host_unified_memory = unified == CL_TRUE;
+      out.push_back(std::move(info));
+    }
+  }
+  if (out.empty()) throw DeviceError(std::string(no_platform_help) + " (platforms exist but report no device)");
+  return out;
+}
+
+DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::string_view spec_in,
+                                std::string_view source) {
+  const std::string spec = lower(trimmed(std::string(spec_in)));
+  auto no_match = [&](const std::string& why) {
+    return DeviceError("device selection '" + std::string(spec_in) + "' (from " + std::string(source) + ") " + why +
+                       ". Devices available:" + describe_all(devices));
+  };
+  if (spec.empty()) {
+    for (const auto& d : devices)
+      if (d.type & CL_DEVICE_TYPE_GPU)
+        return {d, "default: the first GPU of any platform (set HETFLOW_DEVICE to choose another)"};
+    return {devices.front(), "default: no GPU found, so the first device (set HETFLOW_DEVICE to choose another)"};
+  }
+  const std::pair<const char*, cl_device_type> types[] = {
+      {"gpu", CL_DEVICE_TYPE_GPU}, {"cpu", CL_DEVICE_TYPE_CPU}, {"accelerator", CL_DEVICE_TYPE_ACCELERATOR}};
+  for (const auto& [word, type] : types) {
+    if (spec != word) continue;
+    for (const auto& d : devices)
+      if (d.type & type) return {d, "first " + std::string(word) + " device, as " + std::string(source) + " asks"};
+    throw no_match("matches no device of that type");
+  }
+  if (auto colon = spec.find(':'); colon != std::string::npos && colon > 0 &&
+      std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit((unsigned char)c) || c == ':'; })) {
+    const unsigned p = unsigned(std::stoul(spec.substr(0, colon)));
+    const unsigned d = unsigned(std::stoul(spec.substr(colon + 1)));
+    for (const auto& dev : devices)
+      if (dev.platform_index == p && dev.device_index == d)
+        return {dev, "platform " + std::to_string(p) + ", device " + std::to_string(d) + ", as " + std::string(source) + " asks"};
+    throw no_match("names no existing platform:device pair");
+  }
+  for (const auto& d : devices)
+    if (lower(d.name).find(spec) != std::string::npos || lower(d.platform_name).find(spec) != std::string::npos)
+      return {d, "first device whose name or platform contains '" + std::string(spec_in) + "', as " + std::string(source) + " asks"};
+  throw no_match("matches no device or platform name");
+}
+
+DeviceChoice select_device(std::string_view spec) {
+  auto devices = list_devices();
+  if (!spec.empty()) return select_device_from(devices, spec, "the program");
+  if (const char* env = std::getenv("HETFLOW_DEVICE"); env && *env) return select_device_from(devices, env, "HETFLOW_DEVICE");
+  return select_device_from(devices, {}, "default");
+}
+
+}  // namespace hetflow

@@ -1,0 +1,368 @@
+#include "engine.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "log.hpp"
+
+namespace hetflow::detail {
+namespace {
+
+Policy policy_from(const ControllerOptions& o) {
+  if (o.policy) return *o.policy;
+  if (const char* env = std::getenv("HETFLOW_POLICY"); env && *env) return parse_policy(env);
+  return Policy::async;
+}
+
+unsigned kernel_queues_from(const ControllerOptions& o) {
+  if (o.kernel_queues) {
+    if (*o.kernel_queues < 1 || *o.kernel_queues > 64)
+      throw UsageError("kernel_queues must be between 1 and 64, not " + std::to_string(*o.kernel_queues));
+    return *o.kernel_queues;
+  }
+  if (const char* env = std::getenv("HETFLOW_KERNEL_QUEUES"); env && *env) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > 64)
+      throw UsageError(std::string("HETFLOW_KERNEL_QUEUES must be a number from 1 to 64, not '") + env + "'");
+    return unsigned(n);
+  }
+  return 1;
+}
+
+bool record_from(const ControllerOptions& o) {
+  if (o.record) return *o.record;
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  return set("HETFLOW_DUMP") || set("HETFLOW_TRACE");
+}
+
+template <class F>
+auto cl_call(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const cl::Error& e) {
+    throw OpenCLError(e.err(), what);
+  }
+}
+
+}  // namespace
+
+Engine::Engine(const ControllerOptions& options)
+    : choice(select_device(options.device)),
+      policy(policy_from(options)),
+      kernel_queue_count(policy == Policy::sync ? 1 : kernel_queues_from(options)),
+      profiling(options.profiling),
+      recording(record_from(options)),
+      context(cl_call("clCreateContext", [&] { return cl::Context(choice.device.device); })),
+      programs(context, choice.device.device),
+      dispatcher_(graph_, tbb::flow::serial,
+                  [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
+                    dispatch(r);
+                    if (on_device(r->kind)) std::get<0>(ports).try_put(r);
+                  }),
+      streaming_(graph_, tbb::flow::serial, [this](const RequestPtr& r, Streaming::gateway_type&) { enqueue(r); }),
+      host_(graph_, tbb::flow::unlimited,
+            [this](const RequestPtr& r) {
+              run_host(r);
+              return tbb::flow::continue_msg{};
+            }),
+      receiver_(graph_, tbb::flow::unlimited, [this](const RequestPtr& r) {
+        on_device_complete(r);
+        return tbb::flow::continue_msg{};
+      }) {
+  tbb::flow::make_edge(tbb::flow::output_port<0>(dispatcher_), streaming_);
+  tbb::flow::make_edge(streaming_, receiver_);
+
+  const cl_command_queue_properties props = profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+  const unsigned n = policy == Policy::sync ? 1 : 2 + kernel_queue_count;
+  for (unsigned i = 0; i < n; ++i)
+    queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
+  service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
+  if (profiling) calibrate_clock();
+  log().info("controller on '{}' ({}), policy {}, {} kernel queue(s)", choice.device.name, choice.reason,
+             to_string(policy), kernel_queue_count);
+}
+
+Engine::~Engine() {
+  try {
+    wait_all();
+  } catch (const std::exception& e) {
+    log().error("controller ended with failed requests: {}", e.what());
+  }
+  graph_.wait_for_all();
+}
+
+void Engine::calibrate_clock() {
+  // OpenCL profiling counters run on the device's clock; a marker's end seen just after its wait
+  // returns bounds the offset from above, so the smallest of a few tries is the tightest.
+  std::int64_t best = INT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    cl::Event marker;
+    queues[0].enqueueMarkerWithWaitList(nullptr, &marker);
+    marker.wait();
+    const std::int64_t host = now_ns();
+    const auto end = std::int64_t(marker.getProfilingInfo<CL_PROFILING_COMMAND_END>());
+    best = std::min(best, host - end);
+  }
+  device_to_host_offset_ns_ = best;
+}
+
+std::int64_t Engine::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+unsigned Engine::next_kernel_lane() {
+  if (policy == Policy::sync) return 0;
+  return 2 + (kernel_round_robin_++ % kernel_queue_count);
+}
+
+std::string Engine::lane_name(const Request& r) const {
+  switch (r.kind) {
+    case Kind::host:
+    case Kind::release: return "host";
+    case Kind::wait: return "wait";
+    default: break;
+  }
+  if (policy == Policy::sync) return "queue";
+  if (r.lane == 0) return "H2D";
+  if (r.lane == 1) return "D2H";
+  return "kernel" + std::to_string(r.lane - 2);
+}
+
+std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t elem_size, const char* elem_type,
+                                             std::string name, bool device_only) {
+  if (extent.count() == 0) throw UsageError("tile '" + name + "' has a zero extent");
+  auto s = std::make_shared<TileState>();
+  {
+    std::lock_guard lock(submit_mutex_);
+    s->id = next_tile_id_++;
+  }
+  s->name = name.empty() ? "tile" + std::to_string(s->id) : std::move(name);
+  s->extent = extent;
+  s->elem_size = elem_size;
+  s->elem_type = elem_type;
+  s->device_only = device_only;
+  s->owner = this;
+  const std::size_t bytes = s->bytes();
+  const std::string what = "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "'";
+  s->device_buffer = cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE, bytes); });
+  if (!device_only) {
+    s->host_buffer =
+        cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes); });
+    s->host = cl_call(what.c_str(), [&] {
+      return service_queue_.enqueueMapBuffer(s->host_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes);
+    });
+    s->unmap_queue = service_queue_;
+  }
+  return s;
+}
+
+void Engine::submit(RequestPtr r) {
+  {
+    std::lock_guard lock(submit_mutex_);
+    r->id = next_id_++;
+    if (recording) {
+      r->submit_ns = now_ns();
+      std::lock_guard h(history_mutex_);
+      history_.push_back(r);
+    }
+    dispatcher_.try_put(r);
+  }
+  if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait) {
+    auto w = std::make_shared<Request>();
+    w->kind = Kind::wait;
+    w->name = "sync(" + r->name + ")";
+    w->wait_for.push_back(std::move(r));
+    wait_request(std::move(w));
+  }
+}
+
+void Engine::wait_request(RequestPtr w) {
+  auto* raw = w.get();
+  submit(std::move(w));
+  raw->released.acquire();
+}
+
+namespace {
+std::string describe_failures(const std::vector<Engine::Failure>& fs) {
+  std::string msg = std::to_string(fs.size()) + " request(s) failed or were cancelled:";
+  for (const auto& f : fs) msg += "\n  " + f.text;
+  return msg;
+}
+}  // namespace
+
+void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
+  auto w = std::make_shared<Request>();
+  w->kind = Kind::wait;
+  w->name = "wait(" + tile->name + ")";
+  w->wait_tile = tile;
+  wait_request(w);
+  if (auto fs = take_failures(tile.get()); !fs.empty()) throw RequestFailed(describe_failures(fs));
+}
+
+void Engine::wait_all() {
+  auto w = std::make_shared<Request>();
+  w->kind = Kind::wait;
+  w->name = "wait_all";
+  wait_request(w);
+  if (auto fs = take_failures(nullptr); !fs.empty()) throw RequestFailed(describe_failures(fs));
+}
+
+std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
+  std::lock_guard lock(failures_mutex_);
+  std::vector<Failure> taken;
+  auto keep = failures_.begin();
+  for (auto& f : failures_) {
+    const bool match = !tile || std::find(f.tiles.begin(), f.tiles.end(), tile->id) != f.tiles.end();
+    if (match)
+      taken.push_back(std::move(f));
+    else
+      *keep++ = std::move(f);
+  }
+  failures_.erase(keep, failures_.end());
+  return taken;
+}
+
+void Engine::finish(Request& r, Status s, std::string error) {
+  std::vector<RequestPtr> waiters;
+  cl_event gate = nullptr;
+  {
+    std::lock_guard lock(r.m);
+    if (r.finished) return;
+    r.finished = true;
+    r.error = std::move(error);
+    r.status.store(s, std::memory_order_relaxed);
+    waiters.swap(r.waiters);
+    gate = r.gate;
+  }
+  r.done_flag.store(true, std::memory_order_release);
+  // A negative status makes OpenCL terminate the device commands gated on this host request
+  // instead of running them on data that was never produced.
+  if (gate) clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
+  if (s != Status::done && r.kind != Kind::wait) {
+    Failure f{r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
+                        ": " + r.error, {}};
+    for (const auto& a : r.accesses) f.tiles.push_back(a.tile->id);
+    log().warn("{}", f.text);
+    std::lock_guard lock(failures_mutex_);
+    failures_.push_back(std::move(f));
+  }
+  for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
+}
+
+void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
+  if (failed_pred) {
+    std::lock_guard lock(consumer->m);
+    if (consumer->cancel_cause.empty())
+      consumer->cancel_cause = "request #" + std::to_string(failed_pred->id) + " '" + failed_pred->name +
+                               "' that it depends on " + to_string(failed_pred->status.load());
+  }
+  if (consumer->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(consumer);
+}
+
+void Engine::ready(const RequestPtr& r) {
+  if (r->kind == Kind::wait) {
+    if (recording) r->end_ns = now_ns();
+    finish(*r, Status::done);
+    r->released.release();
+    return;
+  }
+  std::string cause;
+  {
+    std::lock_guard lock(r->m);
+    cause = r->cancel_cause;
+  }
+  if (r->kind == Kind::host && !cause.empty()) {
+    finish(*r, Status::cancelled, "not run: " + cause);
+    return;
+  }
+  host_.try_put(r);
+}
+
+void Engine::arm_host_side(const RequestPtr& r) {
+  r->unmet.store(1, std::memory_order_relaxed);  // held while arming, so no predecessor releases it early
+  for (const auto& p : r->preds) {
+    bool register_now = false;
+    {
+      std::lock_guard lock(p->m);
+      if (p->finished) {
+        if (p->status.load() != Status::done) {
+          std::lock_guard own(r->m);
+          if (r->cancel_cause.empty())
+            r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
+                              to_string(p->status.load());
+        }
+        continue;
+      }
+      p->waiters.push_back(r);
+      r->unmet.fetch_add(1, std::memory_order_relaxed);
+      if (on_device(p->kind) && !p->watched) {
+        if (p->event.load()) {
+          p->watched = true;
+          register_now = true;
+        } else {
+          p->watch_requested = true;  // the streaming node registers it right after enqueueing
+        }
+      }
+    }
+    if (register_now) watch(p);
+  }
+  r->preds.clear();
+  if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
+}
+
+namespace {
+struct WatchToken {
+  Engine* engine;
+  RequestPtr request;
+  Engine::Streaming* streaming;
+};
+void CL_CALLBACK on_event(cl_event, cl_int, void* data) {
+  // Runs on the OpenCL runtime's thread: hand the completion to the graph and return at once.
+  std::unique_ptr<WatchToken> token(static_cast<WatchToken*>(data));
+  token->streaming->gateway().try_put(token->request);
+  token->streaming->gateway().release_wait();
+}
+}  // namespace
+
+void Engine::watch(const RequestPtr& p) {
+  streaming_.gateway().reserve_wait();
+  auto* token = new WatchToken{this, p, &streaming_};
+  const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
+  if (err != CL_SUCCESS) {
+    delete token;
+    streaming_.gateway().release_wait();
+    finish(*p, Status::failed, std::string("clSetEventCallback failed: ") + cl_error_name(err));
+    return;
+  }
+  // The callback can only fire once the command is submitted to the device.
+  clFlush(queues[p->lane]());
+}
+
+bool Engine::is_done(const RequestPtr& r) {
+  if (r->done_flag.load(std::memory_order_acquire)) return true;
+  if (!on_device(r->kind)) return false;
+  cl_event ev = r->event.load();
+  if (!ev) return false;
+  cl_int status = CL_QUEUED;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS) return false;
+  if (status == CL_COMPLETE) {
+    finish(*r, Status::done);
+    return true;
+  }
+  if (status < 0) {
+    finish(*r, Status::failed, std::string("the OpenCL command ended with ") + cl_error_name(status));
+    return true;
+  }
+  return false;
+}
+
+std::size_t Engine::tracked_accesses() const {
+  // Only meaningful while the dispatcher is idle (tests call it after wait_all).
+  return tracker_.size() + untracked_.size();
+}
+
+}  // namespace hetflow::detail

@@ -1,0 +1,114 @@
+#pragma once
+// The engine behind a Controller: OpenCL context and queues, the hazard tracker and the flow graph
+//
+//   user thread ──submit──▶ dispatcher (serial multifunction_node: hazards in program order)
+//                              ├─▶ streaming (serial async_node: clEnqueue* with event wait lists)
+//                              │      └─ clSetEventCallback ─▶ gateway ─▶ receiver (function_node)
+//                              └─▶ host (function_node on TBB workers)
+//   receiver / host completions release host-side consumers (host tasks, waits) and complete the
+//   user events that device commands wait on for host → device edges.
+#include <hetflow/controller.hpp>
+
+#include <tbb/flow_graph.h>
+
+#include <chrono>
+#include <mutex>
+#include <tuple>
+
+#include "dependency_tracker.hpp"
+#include "request.hpp"
+
+namespace hetflow::detail {
+
+class Engine {
+ public:
+  explicit Engine(const ControllerOptions& options);
+  ~Engine();
+
+  DeviceChoice choice;
+  Policy policy = Policy::async;
+  unsigned kernel_queue_count = 1;
+  bool profiling = true;
+  bool recording = false;
+  cl::Context context;
+  std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one
+  ProgramCache programs;
+
+  // Lanes (queue indices).
+  unsigned h2d_lane() const { return 0; }
+  unsigned d2h_lane() const { return policy == Policy::sync ? 0 : 1; }
+  unsigned next_kernel_lane();
+  std::string lane_name(const Request& r) const;
+
+  std::shared_ptr<TileState> make_tile(const Extent&, std::size_t elem_size, const char* elem_type, std::string name,
+                                       bool device_only);
+  // Submitting side (any user thread). Blocks only where the policy says so.
+  void submit(RequestPtr r);
+  void wait_tile(const std::shared_ptr<TileState>& tile);
+  void wait_all();
+  std::vector<RequestRecord> records() const;
+  std::string topology_dot() const;
+  std::int64_t now_ns() const;
+  std::size_t tracked_accesses() const;  // for tests: what the tracker holds
+
+  // Graph-side steps, one file each under graph_nodes/.
+  void dispatch(const RequestPtr& r);        // dispatcher.cpp
+  void enqueue(const RequestPtr& r);         // opencl_streaming.cpp
+  void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
+  void run_host(const RequestPtr& r);        // host_task_node.cpp
+  void finish(Request& r, Status s, std::string error = {});
+  void watch(const RequestPtr& device_request);  // register the completion callback once
+
+  // Failures not yet thrown by a wait.
+  struct Failure {
+    std::uint64_t id;
+    std::string text;
+    std::vector<std::uint64_t> tiles;
+  };
+  std::vector<Failure> take_failures(const TileState* tile);  // null = all
+
+  using Tracker = DependencyTracker<RequestPtr>;
+  using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
+  using Streaming = tbb::flow::async_node<RequestPtr, RequestPtr>;
+  using HostNode = tbb::flow::function_node<RequestPtr, tbb::flow::continue_msg>;
+  using Receiver = tbb::flow::function_node<RequestPtr, tbb::flow::continue_msg>;
+
+ private:
+  void wait_request(RequestPtr w);
+  bool is_done(const RequestPtr& r);
+  void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
+  void ready(const RequestPtr& r);
+  void arm_host_side(const RequestPtr& r);
+  void calibrate_clock();
+
+  const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  std::int64_t device_to_host_offset_ns_ = 0;
+
+  cl::CommandQueue service_queue_;  // maps and unmaps host images, so they never queue behind transfers
+
+  std::mutex submit_mutex_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t next_tile_id_ = 1;
+  unsigned kernel_round_robin_ = 0;
+
+  // Owned by the dispatcher (serial): no lock.
+  Tracker tracker_;
+  std::vector<RequestPtr> untracked_;  // requests with no tile access, for wait_all
+  std::vector<Tracker::Edge> edge_scratch_;
+
+  std::mutex failures_mutex_;
+  std::vector<Failure> failures_;
+
+  mutable std::mutex history_mutex_;
+  std::vector<RequestPtr> history_;  // every request, when recording
+
+  tbb::flow::graph graph_;
+  Dispatcher dispatcher_;
+  Streaming streaming_;
+  HostNode host_;
+  Receiver receiver_;
+
+  friend struct EngineTestAccess;
+};
+
+}  // namespace hetflow::detail

@@ -1,0 +1,83 @@
+// What the engine recorded, turned into RequestRecords for dumps and traces.
+#include "engine.hpp"
+
+namespace hetflow::detail {
+
+std::vector<RequestRecord> Engine::records() const {
+  std::vector<RequestPtr> snapshot;
+  {
+    std::lock_guard lock(history_mutex_);
+    snapshot = history_;
+  }
+  std::vector<RequestRecord> out;
+  out.reserve(snapshot.size());
+  for (const auto& r : snapshot) {
+    RequestRecord rec;
+    rec.id = r->id;
+    rec.kind = to_string(r->kind);
+    rec.name = r->name;
+    rec.lane = r->kind == Kind::host ? (r->worker.empty() ? "host" : r->worker) : lane_name(*r);
+    rec.submit_ns = r->submit_ns;
+    rec.start_ns = r->start_ns;
+    rec.end_ns = r->end_ns;
+    rec.in_edges = r->edges;
+    Status s = r->status.load();
+    cl_event ev = r->event.load();
+    if (ev) {
+      cl_int st = CL_QUEUED;
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);
+      if (s == Status::pending && st == CL_COMPLETE) s = Status::done;
+      if (s == Status::pending && st < 0) s = Status::failed;
+      if (profiling && st == CL_COMPLETE) {
+        cl_ulong start = 0, end = 0;
+        if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) == CL_SUCCESS &&
+            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS) {
+          rec.start_ns = std::int64_t(start) + device_to_host_offset_ns_;
+          rec.end_ns = std::int64_t(end) + device_to_host_offset_ns_;
+        }
+      }
+    }
+    rec.status = to_string(s);
+    {
+      std::lock_guard lock(r->m);
+      rec.error = r->error;
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+std::string Engine::topology_dot() const {
+  // The controller's own flow graph: the nodes built in the constructor and how messages move.
+  std::string dot =
+      "digraph hetflow_controller {\n"
+      "  rankdir=LR;\n"
+      "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eeeeee\", fontname=\"Helvetica\"];\n"
+      "  user [label=\"user thread\\n(submit)\", shape=ellipse, fillcolor=white];\n"
+      "  dispatcher [label=\"dispatcher\\nmultifunction_node, serial\\nhazards in program order\"];\n"
+      "  streaming [label=\"OpenCL streaming\\nasync_node, serial\\nclEnqueue* with wait lists\", fillcolor=\"#cfe2ff\"];\n"
+      "  receiver [label=\"callback receiver\\nfunction_node, unlimited\", fillcolor=\"#cfe2ff\"];\n"
+      "  host [label=\"host tasks\\nfunction_node, unlimited\", fillcolor=\"#d1e7dd\"];\n"
+      "  waiters [label=\"waiters\\nwait(t) / wait_all\", shape=ellipse, fillcolor=white];\n";
+  dot += "  device [label=\"" + choice.device.name + "\\n";
+  if (policy == Policy::sync)
+    dot += "1 queue (sync)";
+  else
+    dot += "H2D, D2H, " + std::to_string(kernel_queue_count) + " kernel queue(s)";
+  dot +=
+      "\", shape=cylinder, fillcolor=\"#fff3cd\"];\n"
+      "  user -> dispatcher [label=\"try_put\"];\n"
+      "  dispatcher -> streaming [label=\"device requests\"];\n"
+      "  dispatcher -> host [label=\"ready host tasks\", style=dashed];\n"
+      "  dispatcher -> waiters [label=\"ready waits\", style=dashed];\n"
+      "  streaming -> device [label=\"enqueue\"];\n"
+      "  device -> receiver [label=\"clSetEventCallback\\n(gateway)\", style=dotted];\n"
+      "  receiver -> host [label=\"release\", style=dashed];\n"
+      "  receiver -> waiters [label=\"release\", style=dashed];\n"
+      "  host -> host [label=\"release\", style=dashed];\n"
+      "  host -> device [label=\"user event\", style=dotted];\n"
+      "}\n";
+  return dot;
+}
+
+}  // namespace hetflow::detail

@@ -1,0 +1,124 @@
+#include <hetflow/errors.hpp>
+#include <hetflow/program.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "log.hpp"
+
+namespace hetflow {
+namespace {
+
+std::vector<std::string> split_names(const std::string& joined) {
+  std::vector<std::string> names;
+  std::stringstream ss(joined);
+  for (std::string n; std::getline(ss, n, ';');)
+    if (!n.empty() && n != std::string(1, '\0')) names.push_back(n);
+  return names;
+}
+
+// Kernel argument metadata is only guaranteed when the program is built with this option.
+std::string with_arg_info(const std::string& options) {
+  return options.find("-cl-kernel-arg-info") == std::string::npos
+             ? (options.empty() ? "-cl-kernel-arg-info" : options + " -cl-kernel-arg-info")
+             : options;
+}
+
+}  // namespace
+
+Program::Program(cl::Program program, cl::Context context, std::string label, std::string options)
+    : program_(std::move(program)), context_(std::move(context)), label_(std::move(label)), options_(std::move(options)) {
+  kernel_names_ = split_names(program_.getInfo<CL_PROGRAM_KERNEL_NAMES>());
+}
+
+Kernel Program::kernel(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
+    std::string known;
+    for (const auto& k : kernel_names_) known += (known.empty() ? "" : ", ") + k;
+    throw UsageError("program '" + label_ + "' has no kernel named '" + name + "'; its kernels are: " +
+                     (known.empty() ? "(none)" : known));
+  }
+  Kernel k;
+  k.state_ = std::make_shared<Kernel::State>();
+  k.state_->name = name;
+  k.state_->program_label = label_;
+  k.state_->context = context_;
+  cl_int err = CL_SUCCESS;
+  k.state_->kernel = cl::Kernel(program_, name.c_str(), &err);
+  const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
+  for (cl_uint i = 0; i < nargs; ++i) {
+    KernelArgInfo a;
+    cl_int e1 = CL_SUCCESS, e2 = CL_SUCCESS, e3 = CL_SUCCESS;
+    a.address = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i, &e1);
+    a.type_name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i, &e2);
+    a.name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_NAME>(i, &e3);
+    while (!a.type_name.empty() && a.type_name.back() == '\0') a.type_name.pop_back();
+    while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
+    k.state_->args.push_back(std::move(a));
+  }
+  kernels_.emplace(name, k);
+  return k;
+}
+
+ProgramCache::ProgramCache(cl::Context context, cl::Device device)
+    : context_(std::move(context)), device_(std::move(device)) {
+  device_name_ = device_.getInfo<CL_DEVICE_NAME>();
+  while (!device_name_.empty() && device_name_.back() == '\0') device_name_.pop_back();
+}
+
+std::shared_ptr<const Program> ProgramCache::from_file(const std::string& file, const std::string& options) {
+  const std::string path = find_kernel_file(file);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = by_key_.find({"file:" + path, options}); it != by_key_.end()) return it->second;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFoundError("kernel file '" + path + "' exists but cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto program = build(text.str(), options, path);
+  std::lock_guard lock(mutex_);
+  return by_key_.try_emplace({"file:" + path, options}, program).first->second;
+}
+
+std::shared_ptr<const Program> ProgramCache::from_source(const std::string& source, const std::string& options,
+                                                         const std::string& label) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = by_key_.find({"source:" + source, options}); it != by_key_.end()) return it->second;
+  }
+  auto program = build(source, options, label);
+  std::lock_guard lock(mutex_);
+  return by_key_.try_emplace({"source:" + source, options}, program).first->second;
+}
+
+std::size_t ProgramCache::size() const {
+  std::lock_guard lock(mutex_);
+  return by_key_.size();
+}
+
+std::shared_ptr<const Program> ProgramCache::build(const std::string& source, const std::string& options,
+                                                   const std::string& label) {
+  const std::string full_options = with_arg_info(options);
+  const char* text = source.c_str();
+  const std::size_t length = source.size();
+  cl_int err = CL_SUCCESS;
+  cl_program raw = clCreateProgramWithSource(context_(), 1, &text, &length, &err);
+  if (err != CL_SUCCESS) throw OpenCLError(err, "clCreateProgramWithSource for '" + label + "'");
+  cl::Program program(raw);  // takes ownership
+  cl_device_id dev = device_();
+  log().debug("building '{}' for '{}' with options '{}'", label, device_name_, full_options);
+  err = clBuildProgram(raw, 1, &dev, full_options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string build_log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device_);
+    while (!build_log.empty() && (build_log.back() == '\0' || build_log.back() == '\n')) build_log.pop_back();
+    if (err != CL_BUILD_PROGRAM_FAILURE) build_log = std::string(cl_error_name(err)) + "\n" + build_log;
+    throw BuildError(device_name_, label, build_log);
+  }
+  return std::make_shared<const Program>(std::move(program), context_, label, options);
+}
+
+}  // namespace hetflow

@@ -1,0 +1,94 @@
+#pragma once
+// One submitted request as the engine carries it through the flow graph.
+#include <hetflow/access.hpp>
+#include <hetflow/program.hpp>
+#include <hetflow/range.hpp>
+#include <hetflow/record.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <vector>
+
+namespace hetflow::detail {
+
+enum class Kind : std::uint8_t { h2d, d2h, kernel, host, wait, release };
+enum class Status : std::uint8_t { pending, done, failed, cancelled };
+
+inline const char* to_string(Kind k) {
+  switch (k) {
+    case Kind::h2d: return "H2D";
+    case Kind::d2h: return "D2H";
+    case Kind::kernel: return "kernel";
+    case Kind::host: return "host";
+    case Kind::wait: return "wait";
+    case Kind::release: return "free";
+  }
+  return "?";
+}
+inline const char* to_string(Status s) {
+  switch (s) {
+    case Status::pending: return "pending";
+    case Status::done: return "done";
+    case Status::failed: return "failed";
+    case Status::cancelled: return "cancelled";
+  }
+  return "?";
+}
+inline bool on_device(Kind k) { return k == Kind::h2d || k == Kind::d2h || k == Kind::kernel; }
+
+struct Request;
+using RequestPtr = std::shared_ptr<Request>;
+
+struct Request {
+  std::uint64_t id = 0;
+  Kind kind = Kind::host;
+  std::string name;
+  unsigned lane = 0;  // device requests: the queue index
+
+  // What it does.
+  std::vector<Access> accesses;
+  Kernel kernel;
+  std::optional<Range> range;
+  std::vector<KernelArg> args;
+  std::function<void()> fn;            // host tasks; for `release`, what frees the tile
+  std::vector<RequestPtr> wait_for;    // wait requests on explicit requests (sync policy)
+  std::shared_ptr<TileState> wait_tile;  // wait(t): the tile; null with empty wait_for = wait_all
+
+  // Set by the dispatcher, consumed by the streaming node or the arming of host-side requests.
+  std::vector<RequestPtr> preds;       // deduplicated, not known complete at dispatch
+  std::vector<cl_event> gates;         // device requests: user events of host predecessors
+  std::string cancel_cause;            // non-empty: a predecessor failed; do not run
+
+  // Device side (written by the streaming node before anyone can read it through `finished`).
+  std::atomic<cl_event> event{nullptr};
+
+  // Completion, guarded by `m`.
+  std::mutex m;
+  bool finished = false;
+  bool watch_requested = false;        // a host-side consumer needs the completion callback
+  bool watched = false;                // the callback is registered
+  cl_event gate = nullptr;             // host requests that device commands wait for: their user event
+  std::vector<RequestPtr> waiters;     // host-side consumers to release at completion
+  std::atomic<Status> status{Status::pending};
+  std::atomic<bool> done_flag{false};  // lock-free read of `finished`
+  std::string error;
+
+  // Host-side consumers: predecessors still to complete (+1 while arming).
+  std::atomic<int> unmet{0};
+  std::binary_semaphore released{0};   // wait requests: posted when every predecessor is done
+
+  // Recording (dumps, traces).
+  std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
+  std::string worker;                  // host tasks: which worker ran it
+  std::vector<EdgeRecord> edges;
+
+  ~Request();
+};
+
+}  // namespace hetflow::detail

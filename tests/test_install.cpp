@@ -1,0 +1,33 @@
+// `cmake --install` gives a package an outside project can find_package() and link against.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "process.hpp"
+
+TEST_CASE("an outside project builds and runs against the installed package") {
+  namespace fs = std::filesystem;
+  const fs::path work = fs::path(HETFLOW_TEST_BINARY_DIR) / "install-test";
+  fs::remove_all(work);
+  const std::string prefix = (work / "prefix").string();
+  auto install = test::run_command("cmake --install " + std::string(HETFLOW_TEST_BINARY_DIR) + " --prefix " + prefix);
+  INFO(install.output);
+  REQUIRE(install.status == 0);
+  CHECK(fs::exists(fs::path(prefix) / "include/hetflow/hetflow.hpp"));
+  CHECK(fs::exists(fs::path(prefix) / "share/hetflow/kernels_cl/hetflow_test.cl"));
+
+  const std::string consumer_build = (work / "consumer-build").string();
+  auto configure = test::run_command("cmake -S " + std::string(HETFLOW_TEST_SOURCE_DIR) + "/tests/consumer -B " +
+                                     consumer_build + " -DCMAKE_PREFIX_PATH=" + prefix);
+  INFO(configure.output);
+  REQUIRE(configure.status == 0);
+  auto build = test::run_command("cmake --build " + consumer_build);
+  INFO(build.output);
+  REQUIRE(build.status == 0);
+  // Run away from the source tree so the kernels can only come from the install.
+  auto run = test::run_command("cd / && HETFLOW_KERNEL_PATH= " + consumer_build + "/consumer");
+  INFO(run.output);
+  CHECK(run.status == 0);
+  CHECK(run.output.find("consumer ok") != std::string::npos);
+}

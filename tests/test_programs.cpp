@@ -1,0 +1,112 @@
+// Programs: building .cl files from kernels_cl/ and from strings, the cache, and the errors for a
+// failed build, a missing file and an unknown kernel name.
+#include <doctest/doctest.h>
+#include <hetflow/hetflow.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace hetflow;
+
+namespace {
+struct Fixture {
+  Fixture() : choice(select_device()), context(choice.device.device), cache(context, choice.device.device) {}
+  DeviceChoice choice;
+  cl::Context context;
+  ProgramCache cache;
+};
+}  // namespace
+
+TEST_CASE("a .cl file of kernels_cl/ builds and lists its kernels") {
+  Fixture f;
+  auto program = f.cache.from_file("hetflow_test.cl");
+  CHECK(program->label().find("kernels_cl/hetflow_test.cl") != std::string::npos);
+  const auto& names = program->kernel_names();
+  CHECK(std::find(names.begin(), names.end(), "copy_loop") != names.end());
+  auto k = program->kernel("copy_loop");
+  CHECK(k.num_args() == 4);
+  CHECK(k.arg(0).is_buffer());
+  CHECK(k.arg(0).type_name == "float*");
+  CHECK(k.arg(2).type_name == "int");
+  CHECK(k.arg(2).name == "n");
+}
+
+TEST_CASE("the cache returns the same program for the same file and options") {
+  Fixture f;
+  auto a = f.cache.from_file("hetflow_test.cl");
+  auto b = f.cache.from_file("hetflow_test.cl");
+  CHECK(a.get() == b.get());
+  auto c = f.cache.from_file("hetflow_test.cl", "-DVARIANT=1");
+  CHECK(c.get() != a.get());
+  CHECK(f.cache.from_file("hetflow_test.cl", "-DVARIANT=1").get() == c.get());
+  const char* src = "__kernel void twice(__global int* x) { x[get_global_id(0)] *= 2; }";
+  CHECK(f.cache.from_source(src).get() == f.cache.from_source(src).get());
+  CHECK(f.cache.size() == 3);
+  // The same kernel object comes back too.
+  CHECK(a->kernel("mix_inputs").handle()() == b->kernel("mix_inputs").handle()());
+}
+
+TEST_CASE("a build error carries the device, the file and the compiler's line") {
+  Fixture f;
+  const std::string src =
+      "__kernel void broken(__global float* x) {\n"
+      "  x[0] = undeclared_variable;\n"
+      "}\n";
+  try {
+    f.cache.from_source(src, "", "broken.cl");
+    FAIL("no BuildError");
+  } catch (const BuildError& e) {
+    CHECK(e.device == f.choice.device.name);
+    CHECK(e.file == "broken.cl");
+    CHECK(e.log.find("undeclared_variable") != std::string::npos);
+    CHECK(e.log.find(":2:") != std::string::npos);  // the line the compiler complains about
+    const std::string msg = e.what();
+    CHECK(msg.find(f.choice.device.name) != std::string::npos);
+    CHECK(msg.find("broken.cl") != std::string::npos);
+  }
+}
+
+TEST_CASE("a missing file names every path searched") {
+  Fixture f;
+  ::setenv("HETFLOW_KERNEL_PATH", "/tmp/hetflow-nowhere-a:/tmp/hetflow-nowhere-b", 1);
+  try {
+    f.cache.from_file("no_such_kernels.cl");
+    FAIL("no error");
+  } catch (const FileNotFoundError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("no_such_kernels.cl") != std::string::npos);
+    CHECK(msg.find("/tmp/hetflow-nowhere-a/no_such_kernels.cl") != std::string::npos);
+    CHECK(msg.find("/tmp/hetflow-nowhere-b/no_such_kernels.cl") != std::string::npos);
+    CHECK(msg.find("kernels_cl/no_such_kernels.cl") != std::string::npos);
+  }
+  ::unsetenv("HETFLOW_KERNEL_PATH");
+}
+
+TEST_CASE("HETFLOW_KERNEL_PATH comes first on the search path") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-kernel-path-test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "only_here.cl") << "__kernel void only_here(__global int* x) { x[0] = 7; }\n";
+  ::setenv("HETFLOW_KERNEL_PATH", dir.c_str(), 1);
+  Fixture f;
+  auto program = f.cache.from_file("only_here.cl");
+  CHECK(program->label() == (dir / "only_here.cl").string());
+  ::unsetenv("HETFLOW_KERNEL_PATH");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an unknown kernel name lists the kernels the program has") {
+  Fixture f;
+  auto program = f.cache.from_file("hetflow_test.cl");
+  try {
+    program->kernel("copy_lop");
+    FAIL("no error");
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("copy_lop") != std::string::npos);
+    CHECK(msg.find("copy_loop") != std::string::npos);
+    CHECK(msg.find("mix_inputs") != std::string::npos);
+    CHECK(msg.find("hetflow_test.cl") != std::string::npos);
+  }
+}
