@@ -1,44 +1,10 @@
 // The dispatcher: serial, in program order. Turns a request's declared accesses into hazard edges
 // (DESIGN.md §3), then hands device requests to the streaming node and arms host-side requests
 // (host tasks, waits, frees) to run when their predecessors complete. It never blocks.
+#include "access_plan.hpp"
 #include "engine.hpp"
 
 namespace hetflow::detail {
-namespace {
-
-struct AccessPlan {
-  Image image;
-  bool reads, writes;
-  const char* slot;
-};
-
-// The (image, access, slot) pairs a request makes of one tile; slot names are the six events of
-// 000 ch. 3 and 004.
-int plan(Kind kind, const Access& a, AccessPlan out[2]) {
-  switch (kind) {
-    case Kind::h2d:
-      out[0] = {Image::host, true, false, "offloading_write"};
-      out[1] = {Image::device, false, true, "offloading_write"};
-      return 2;
-    case Kind::d2h:
-      out[0] = {Image::device, true, false, "offloading_read"};
-      out[1] = {Image::host, false, true, "offloading_read"};
-      return 2;
-    case Kind::kernel:
-      out[0] = {Image::device, a.reads(), a.writes(),
-                a.role == Role::in ? "kernel_read" : a.role == Role::out ? "kernel_write" : "kernel_read+write"};
-      return 1;
-    case Kind::host:
-      out[0] = {Image::host, a.reads(), a.writes(),
-                a.role == Role::in ? "host_read" : a.role == Role::out ? "host_write" : "host_read+write"};
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-}  // namespace
-
 void Engine::dispatch(const RequestPtr& r) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
   std::vector<RequestPtr>& preds = r->preds;
@@ -68,7 +34,7 @@ void Engine::dispatch(const RequestPtr& r) {
   edge_scratch_.clear();
   for (const auto& a : r->accesses) {
     AccessPlan plans[2];
-    const int n = plan(r->kind, a, plans);
+    const int n = plan_accesses(r->kind, a.role, plans);
     for (int i = 0; i < n; ++i)
       tracker_.access(a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot, done,
                       edge_scratch_);
@@ -115,6 +81,7 @@ void Engine::dispatch(const RequestPtr& r) {
     }
     clRetainEvent(p->gate);
     r->gates.push_back(p->gate);
+    p->device_dependants.push_back(r);
     return true;
   });
 }

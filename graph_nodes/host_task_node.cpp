@@ -21,7 +21,8 @@ void Engine::run_host(const RequestPtr& r) {
   }
   r->fn = nullptr;  // drop captured state now, not when the last reference goes
   if (recording) r->end_ns = now_ns();
-  finish(*r, error.empty() ? Status::done : Status::failed, std::move(error));
+  const Status outcome = error.empty() ? Status::done : Status::failed;
+  finish(*r, outcome, std::move(error));
 }
 
 }  // namespace hetflow::detail

@@ -71,6 +71,7 @@ void Engine::enqueue(const RequestPtr& r) {
   const std::size_t gate_count = wait_list.size();
   if (cause.empty()) {
     for (const auto& p : r->preds) {
+      std::lock_guard lock(p->m);
       const Status s = p->status.load();
       cl_event e = p->event.load();
       if (s == Status::failed || s == Status::cancelled || !e) {
@@ -79,6 +80,7 @@ void Engine::enqueue(const RequestPtr& r) {
         break;
       }
       wait_list.push_back(e);
+      if (!p->finished) p->device_dependants.push_back(r);
     }
   }
   r->preds.clear();

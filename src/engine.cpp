@@ -82,6 +82,7 @@ Engine::Engine(const ControllerOptions& options)
     queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
+  hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s)", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count);
 }
@@ -91,6 +92,10 @@ Engine::~Engine() {
     wait_all();
   } catch (const std::exception& e) {
     log().error("controller ended with failed requests: {}", e.what());
+  }
+  {
+    std::lock_guard lock(hub_->m);
+    hub_->engine = nullptr;
   }
   graph_.wait_for_all();
 }
@@ -223,11 +228,15 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
       *keep++ = std::move(f);
   }
   failures_.erase(keep, failures_.end());
+  for (auto& f : taken) {
+    f.request->reported.store(true, std::memory_order_release);
+    f.request.reset();
+  }
   return taken;
 }
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  std::vector<RequestPtr> waiters;
+  std::vector<RequestPtr> waiters, dependants;
   cl_event gate = nullptr;
   {
     std::lock_guard lock(r.m);
@@ -236,6 +245,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     r.error = std::move(error);
     r.status.store(s, std::memory_order_relaxed);
     waiters.swap(r.waiters);
+    dependants.swap(r.device_dependants);
     gate = r.gate;
   }
   r.done_flag.store(true, std::memory_order_release);
@@ -243,14 +253,19 @@ void Engine::finish(Request& r, Status s, std::string error) {
   // instead of running them on data that was never produced.
   if (gate) clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
   if (s != Status::done && r.kind != Kind::wait) {
-    Failure f{r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
+    Failure f{nullptr, r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
                         ": " + r.error, {}};
     for (const auto& a : r.accesses) f.tiles.push_back(a.tile->id);
+    f.request = r.shared_from_this();
     log().warn("{}", f.text);
     std::lock_guard lock(failures_mutex_);
     failures_.push_back(std::move(f));
   }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
+  if (s != Status::done)
+    for (const auto& d : dependants)
+      finish(*d, Status::cancelled,
+             "not run: request #" + std::to_string(r.id) + " '" + r.name + "' that it depends on " + to_string(s));
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
@@ -316,25 +331,32 @@ void Engine::arm_host_side(const RequestPtr& r) {
 
 namespace {
 struct WatchToken {
-  Engine* engine;
+  std::shared_ptr<void> hub;
   RequestPtr request;
-  Engine::Streaming* streaming;
 };
+}  // namespace
+
+void Engine::deliver_completion(const RequestPtr& r) { streaming_.gateway().try_put(r); }
+
+namespace {
 void CL_CALLBACK on_event(cl_event, cl_int, void* data) {
   // Runs on the OpenCL runtime's thread: hand the completion to the graph and return at once.
   std::unique_ptr<WatchToken> token(static_cast<WatchToken*>(data));
-  token->streaming->gateway().try_put(token->request);
-  token->streaming->gateway().release_wait();
+  Engine::deliver_from_callback(token->hub, token->request);
 }
 }  // namespace
 
+void Engine::deliver_from_callback(const std::shared_ptr<void>& hub_ptr, const RequestPtr& r) {
+  auto* hub = static_cast<CallbackHub*>(hub_ptr.get());
+  std::lock_guard lock(hub->m);
+  if (hub->engine) hub->engine->deliver_completion(r);
+}
+
 void Engine::watch(const RequestPtr& p) {
-  streaming_.gateway().reserve_wait();
-  auto* token = new WatchToken{this, p, &streaming_};
+  auto* token = new WatchToken{hub_, p};
   const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
   if (err != CL_SUCCESS) {
     delete token;
-    streaming_.gateway().release_wait();
     finish(*p, Status::failed, std::string("clSetEventCallback failed: ") + cl_error_name(err));
     return;
   }
@@ -343,7 +365,8 @@ void Engine::watch(const RequestPtr& p) {
 }
 
 bool Engine::is_done(const RequestPtr& r) {
-  if (r->done_flag.load(std::memory_order_acquire)) return true;
+  if (r->done_flag.load(std::memory_order_acquire))
+    return r->status.load() == Status::done || r->reported.load(std::memory_order_acquire);
   if (!on_device(r->kind)) return false;
   cl_event ev = r->event.load();
   if (!ev) return false;
@@ -353,10 +376,7 @@ bool Engine::is_done(const RequestPtr& r) {
     finish(*r, Status::done);
     return true;
   }
-  if (status < 0) {
-    finish(*r, Status::failed, std::string("the OpenCL command ended with ") + cl_error_name(status));
-    return true;
-  }
+  if (status < 0) finish(*r, Status::failed, std::string("the OpenCL command ended with ") + cl_error_name(status));
   return false;
 }
 

@@ -58,9 +58,12 @@ class Engine {
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
   void watch(const RequestPtr& device_request);  // register the completion callback once
+  void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
+  static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
   // Failures not yet thrown by a wait.
   struct Failure {
+    RequestPtr request;
     std::uint64_t id;
     std::string text;
     std::vector<std::uint64_t> tiles;
@@ -101,6 +104,14 @@ class Engine {
 
   mutable std::mutex history_mutex_;
   std::vector<RequestPtr> history_;  // every request, when recording
+
+  // Completion callbacks reach the engine through this, so one that fires after the engine is gone
+  // (or never fires: see Request::device_dependants) is harmless.
+  struct CallbackHub {
+    std::mutex m;
+    Engine* engine = nullptr;
+  };
+  std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
 
   tbb::flow::graph graph_;
   Dispatcher dispatcher_;

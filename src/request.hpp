@@ -45,7 +45,7 @@ inline bool on_device(Kind k) { return k == Kind::h2d || k == Kind::d2h || k == 
 struct Request;
 using RequestPtr = std::shared_ptr<Request>;
 
-struct Request {
+struct Request : std::enable_shared_from_this<Request> {
   std::uint64_t id = 0;
   Kind kind = Kind::host;
   std::string name;
@@ -75,8 +75,14 @@ struct Request {
   bool watched = false;                // the callback is registered
   cl_event gate = nullptr;             // host requests that device commands wait for: their user event
   std::vector<RequestPtr> waiters;     // host-side consumers to release at completion
+  // Device commands whose wait list holds this request's event (or gate). If this request fails,
+  // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime
+  // fires completion callbacks for commands that ended in error (PoCL 3.1 does not).
+  std::vector<RequestPtr> device_dependants;
   std::atomic<Status> status{Status::pending};
   std::atomic<bool> done_flag{false};  // lock-free read of `finished`
+  // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
+  std::atomic<bool> reported{false};
   std::string error;
 
   // Host-side consumers: predecessors still to complete (+1 while arming).

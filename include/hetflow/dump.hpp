@@ -1,0 +1,71 @@
+#pragma once
+// The task graph of what a controller ran (DESIGN.md §6): requests as nodes, hazards as edges, as
+// JSON (docs/dump-schema.md; read back by `hetflow dump`) and as Graphviz DOT.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hetflow/record.hpp>
+
+namespace hetflow {
+
+class Controller;
+
+// What a dump says about the run besides its requests.
+struct GraphInfo {
+  std::string device;                         // device name
+  std::string policy;                         // "async" or "sync"
+  std::map<std::string, std::string> options; // free-form settings (kernel_queues, platform, ...)
+};
+
+// The GraphInfo of a controller: its device, policy and queue set-up.
+GraphInfo graph_info(const Controller& c);
+
+// JSON dump, format "hetflow-dump" version 1 (docs/dump-schema.md).
+std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& info);
+
+// Reads a JSON dump back. Throws Error saying what is wrong (not JSON, wrong "format", a missing or
+// mistyped field, an edge naming an unknown node). Edges are attached to their target's in_edges.
+std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& json);
+
+// from_json on the contents of a file; errors name the file.
+std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path);
+
+struct DotOptions {
+  // Hide an edge A→C when C is also reached from A through other edges (a transitive reduction
+  // over the node graph). Off by default: every hazard the engine recorded is shown.
+  bool hide_redundant = false;
+};
+
+// Graphviz DOT: one node per request coloured by kind (failed: red border, cancelled: dashed),
+// one edge per hazard labelled "RAW a [0:1000) kernel_write→offloading_read".
+std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options = {});
+
+// The edges to_dot hides with hide_redundant, as (from, to) node pairs; every parallel edge of a
+// hidden pair is hidden.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> redundant_edges(const std::vector<RequestRecord>& records);
+
+// Convenience writers for a recording controller (ControllerOptions::record, HETFLOW_DUMP or
+// HETFLOW_TRACE). Throw UsageError when the controller does not record, Error when the file
+// cannot be written.
+void write_dump_json(const Controller& c, const std::string& path);
+void write_dump_dot(const Controller& c, const std::string& path, const DotOptions& options = {});
+void write_trace(const Controller& c, const std::string& path);
+
+// What the controller's destructor calls: HETFLOW_DUMP=path writes the JSON dump at path, its DOT
+// (path with .json replaced by .dot) and the controller's flow-graph topology (.topology.dot);
+// HETFLOW_TRACE=path writes the Chrome trace. The second and later controllers of a process insert
+// their number before the extension (run.json, run.2.json, ...) so none overwrites another.
+// Errors go to the log, never out.
+void write_env_dumps(const Controller& c) noexcept;
+
+namespace detail {
+// Whole-file I/O for the dump, trace and CLI code; errors (Error) name the file and `what` it is
+// ("dump", "trace", ...).
+std::string read_text_file(const std::string& path, const char* what);
+void write_text_file(const std::string& path, const std::string& text, const char* what);
+}  // namespace detail
+
+}  // namespace hetflow

@@ -1,0 +1,413 @@
+// The task-graph dump (DESIGN.md §6): records ⇄ JSON (docs/dump-schema.md) and records → DOT.
+#include <hetflow/controller.hpp>
+#include <hetflow/dump.hpp>
+#include <hetflow/errors.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+namespace hetflow {
+
+using nlohmann::json;
+
+namespace detail {
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(std::string(what) + " '" + path + "': cannot open it (missing or unreadable)");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw Error(std::string(what) + " '" + path + "': read error");
+  return std::move(s).str();
+}
+
+void write_text_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("cannot write " + std::string(what) + " '" + path + "' (cannot open it for writing)");
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write " + std::string(what) + " '" + path + "' (write failed)");
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr const char* dump_format = "hetflow-dump";
+constexpr int dump_version = 1;
+
+// Output keeps the schema's field order (docs/dump-schema.md); input accepts any order.
+using ojson = nlohmann::ordered_json;
+
+ojson region_json(const Box& b, int dims) {
+  const int n = std::clamp(dims, 1, 3);
+  ojson off = ojson::array(), size = ojson::array();
+  for (int d = 0; d < n; ++d) {
+    off.push_back(b.offset[d]);
+    size.push_back(b.size[d]);
+  }
+  return ojson{{"offset", off}, {"size", size}};
+}
+
+ojson node_json(const RequestRecord& r) {
+  return ojson{{"id", r.id},         {"kind", r.kind},           {"name", r.name},
+               {"lane", r.lane},     {"submit_ns", r.submit_ns}, {"start_ns", r.start_ns},
+               {"end_ns", r.end_ns}, {"status", r.status},       {"error", r.error}};
+}
+
+ojson edge_json(const EdgeRecord& e) {
+  return ojson{{"from", e.from},   {"to", e.to},       {"hazard", e.hazard},
+               {"tile", e.tile},   {"image", e.image}, {"region", region_json(e.region, e.dims)},
+               {"dims", e.dims},   {"from_slot", e.from_slot}, {"to_slot", e.to_slot}};
+}
+
+// ---- reading back: every problem says where it is and what was expected --------------------
+
+[[noreturn]] void bad(const std::string& what) { throw Error("not a valid hetflow dump: " + what); }
+
+const json& field(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) bad(where + " has no \"" + key + "\" field");
+  return *it;
+}
+
+std::string string_field(const json& obj, const char* key, const std::string& where, bool required = true) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) bad(where + " has no \"" + key + "\" field");
+    return {};
+  }
+  if (!it->is_string()) bad(where + ": \"" + key + "\" must be a string, not " + it->dump());
+  return it->get<std::string>();
+}
+
+std::int64_t int_field(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_number_integer()) bad(where + ": \"" + key + "\" must be an integer, not " + v.dump());
+  return v.get<std::int64_t>();
+}
+
+std::uint64_t id_field(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    bad(where + ": \"" + key + "\" must be a non-negative integer, not " + v.dump());
+  return v.get<std::uint64_t>();
+}
+
+Box region_from(const json& r, const std::string& where, int& dims) {
+  if (!r.is_object()) bad(where + ": \"region\" must be an object with \"offset\" and \"size\"");
+  const json& off = field(r, "offset", where + ".region");
+  const json& size = field(r, "size", where + ".region");
+  if (!off.is_array() || !size.is_array() || off.size() != size.size() || off.empty() || off.size() > 3)
+    bad(where + ".region: \"offset\" and \"size\" must be arrays of 1 to 3 integers of the same length");
+  Box b;
+  b.size = {1, 1, 1};
+  for (std::size_t d = 0; d < off.size(); ++d) {
+    if (!off[d].is_number_unsigned() || !size[d].is_number_unsigned())
+      bad(where + ".region: offsets and sizes must be non-negative integers");
+    b.offset[d] = off[d].get<std::size_t>();
+    b.size[d] = size[d].get<std::size_t>();
+  }
+  dims = int(off.size());
+  return b;
+}
+
+// ---- DOT ----------------------------------------------------------------------------------
+
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string duration_text(std::int64_t ns) {
+  char buf[32];
+  if (ns >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
+  else if (ns >= 1'000)
+    std::snprintf(buf, sizeof buf, "%.1f µs", double(ns) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  return buf;
+}
+
+const char* fill_colour(const std::string& kind) {
+  if (kind == "H2D") return "#ffd8a8";
+  if (kind == "D2H") return "#b2f2bb";
+  if (kind == "kernel") return "#a5d8ff";
+  if (kind == "host") return "#eebefa";
+  if (kind == "wait") return "#e9ecef";
+  if (kind == "free") return "#fff3bf";
+  return "#ffffff";
+}
+
+std::string shorten(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
+
+}  // namespace
+
+std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
+  // Laid out by hand around compact objects: one node or edge per line stays readable and diffs
+  // well, where a pretty-printer spreads every region over a dozen lines.
+  auto line = [](const char* key, const ojson& v) { return std::string(" \"") + key + "\": " + v.dump() + ",\n"; };
+  auto list = [](const char* key, const std::vector<ojson>& items, bool last) {
+    std::string out = std::string(" \"") + key + "\": [";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n  " : "\n  ") + items[i].dump();
+    out += items.empty() ? "]" : "\n ]";
+    return out + (last ? "\n" : ",\n");
+  };
+  std::vector<ojson> nodes, edges;
+  nodes.reserve(records.size());
+  for (const auto& r : records) {
+    nodes.push_back(node_json(r));
+    for (const auto& e : r.in_edges) edges.push_back(edge_json(e));
+  }
+  std::string out = "{\n";
+  out += line("format", dump_format);
+  out += line("version", dump_version);
+  out += line("device", info.device);
+  out += line("policy", info.policy);
+  if (!info.options.empty()) out += line("options", ojson(info.options));
+  out += list("nodes", nodes, false);
+  out += list("edges", edges, true);
+  return out + "}\n";
+}
+
+namespace {
+std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad(std::string("not JSON (") + e.what() + ")");
+  }
+  if (!doc.is_object()) bad("the top level is not a JSON object");
+  // A trace written by to_trace_json carries its dump: `hetflow dump trace.json` works too.
+  if (!doc.contains("format") && doc.contains("traceEvents") && doc.contains("hetflow") && doc["hetflow"].is_object())
+    doc = json(doc["hetflow"]);
+  if (!doc.contains("format")) bad("no \"format\" field (expected \"" + std::string(dump_format) + "\")");
+  const std::string format = string_field(doc, "format", "the top level");
+  if (format != dump_format) bad("\"format\" is \"" + format + "\", expected \"" + dump_format + "\"");
+  const json& version = field(doc, "version", "the top level");
+  if (!version.is_number_integer() || version.get<int>() != dump_version)
+    bad("\"version\" is " + version.dump() + "; this hetflow reads version " + std::to_string(dump_version));
+
+  GraphInfo info;
+  info.device = string_field(doc, "device", "the top level", false);
+  info.policy = string_field(doc, "policy", "the top level", false);
+  if (auto it = doc.find("options"); it != doc.end()) {
+    if (!it->is_object()) bad("\"options\" must be an object");
+    for (const auto& [k, v] : it->items()) info.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+
+  const json& nodes = field(doc, "nodes", "the top level");
+  const json& edges = field(doc, "edges", "the top level");
+  if (!nodes.is_array()) bad("\"nodes\" must be an array");
+  if (!edges.is_array()) bad("\"edges\" must be an array");
+
+  std::vector<RequestRecord> records;
+  records.reserve(nodes.size());
+  std::unordered_map<std::uint64_t, std::size_t> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const json& n = nodes[i];
+    const std::string where = "nodes[" + std::to_string(i) + "]";
+    if (!n.is_object()) bad(where + " is not an object");
+    RequestRecord r;
+    r.id = id_field(n, "id", where);
+    r.kind = string_field(n, "kind", where);
+    r.name = string_field(n, "name", where);
+    r.lane = string_field(n, "lane", where);
+    r.status = string_field(n, "status", where);
+    r.error = string_field(n, "error", where, false);
+    r.submit_ns = int_field(n, "submit_ns", where);
+    r.start_ns = int_field(n, "start_ns", where);
+    r.end_ns = int_field(n, "end_ns", where);
+    if (!index.emplace(r.id, records.size()).second) bad(where + ": id " + std::to_string(r.id) + " appears twice");
+    records.push_back(std::move(r));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const json& j = edges[i];
+    const std::string where = "edges[" + std::to_string(i) + "]";
+    if (!j.is_object()) bad(where + " is not an object");
+    EdgeRecord e;
+    e.from = id_field(j, "from", where);
+    e.to = id_field(j, "to", where);
+    e.hazard = string_field(j, "hazard", where);
+    e.tile = string_field(j, "tile", where);
+    e.image = string_field(j, "image", where);
+    e.from_slot = string_field(j, "from_slot", where);
+    e.to_slot = string_field(j, "to_slot", where);
+    int dims = 1;
+    e.region = region_from(field(j, "region", where), where, dims);
+    e.dims = dims;
+    if (auto it = j.find("dims"); it != j.end()) {
+      if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 3)
+        bad(where + ": \"dims\" must be 1, 2 or 3");
+      e.dims = it->get<int>();
+    }
+    if (!index.count(e.from)) bad(where + ": \"from\" names node " + std::to_string(e.from) + ", which is not in \"nodes\"");
+    auto to = index.find(e.to);
+    if (to == index.end()) bad(where + ": \"to\" names node " + std::to_string(e.to) + ", which is not in \"nodes\"");
+    records[to->second].in_edges.push_back(std::move(e));
+  }
+  return {std::move(records), std::move(info)};
+}
+
+}  // namespace
+
+std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& text) {
+  try {
+    return parse_dump(text);
+  } catch (const json::exception& e) {
+    bad(std::string("unexpected content (") + e.what() + ")");
+  }
+}
+
+std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path) {
+  const std::string text = detail::read_text_file(path, "dump");
+  try {
+    return from_json(text);
+  } catch (const Error& e) {
+    throw Error("dump '" + path + "': " + e.what());
+  }
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> redundant_edges(const std::vector<RequestRecord>& records) {
+  // Successors per node, each pair once (a pair may carry several hazards).
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> succ;
+  bool increasing = true;  // the engine's edges go from earlier to later requests
+  for (const auto& r : records)
+    for (const auto& e : r.in_edges) {
+      auto& s = succ[e.from];
+      if (std::find(s.begin(), s.end(), e.to) == s.end()) s.push_back(e.to);
+      increasing = increasing && e.from < e.to;
+    }
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  std::unordered_set<std::uint64_t> reached;
+  std::vector<std::uint64_t> stack;
+  for (const auto& [u, direct] : succ) {
+    if (direct.size() < 2) continue;
+    // With increasing ids no path from u can come back down to a target of u beyond the largest
+    // one, which keeps each search to a window of the graph.
+    const std::uint64_t limit = *std::max_element(direct.begin(), direct.end());
+    reached.clear();
+    for (std::uint64_t w : direct) {
+      auto it = succ.find(w);
+      if (it == succ.end()) continue;
+      for (std::uint64_t x : it->second) stack.push_back(x);
+      while (!stack.empty()) {
+        const std::uint64_t x = stack.back();
+        stack.pop_back();
+        if ((increasing && x > limit) || !reached.insert(x).second) continue;
+        if (auto nx = succ.find(x); nx != succ.end())
+          for (std::uint64_t y : nx->second) stack.push_back(y);
+      }
+    }
+    for (std::uint64_t v : direct)
+      if (reached.count(v)) out.emplace_back(u, v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options) {
+  std::set<std::pair<std::uint64_t, std::uint64_t>> hidden;
+  if (options.hide_redundant) {
+    const auto r = redundant_edges(records);
+    hidden.insert(r.begin(), r.end());
+  }
+  std::size_t edge_count = 0;
+  for (const auto& r : records) edge_count += r.in_edges.size();
+
+  std::ostringstream dot;
+  std::string title = "hetflow task graph";
+  if (!info.device.empty()) title += " — " + info.device;
+  if (!info.policy.empty()) title += " (" + info.policy + ")";
+  title += "\\n" + std::to_string(records.size()) + " requests, " + std::to_string(edge_count) + " hazard edges";
+  if (options.hide_redundant) title += ", redundant ones hidden";
+  dot << "digraph hetflow {\n"
+      << "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=\"" << title << "\"];\n"
+      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+      << "  edge [fontname=\"Helvetica\", fontsize=8];\n";
+
+  for (const auto& r : records) {
+    std::string label = "#" + std::to_string(r.id) + " " + r.name + "\n" + r.lane;
+    if (r.start_ns >= 0 && r.end_ns >= r.start_ns) label += " · " + duration_text(r.end_ns - r.start_ns);
+    if (r.status != "done") label += "\n" + r.status;
+    if (!r.error.empty()) label += ": " + shorten(r.error, 60);
+    std::string style = "rounded,filled";
+    std::string extra;
+    if (r.status == "failed") extra = ", color=\"#e03131\", penwidth=3";
+    if (r.status == "cancelled") {
+      style += ",dashed";
+      extra = ", color=\"#868e96\", fontcolor=\"#868e96\"";
+    }
+    if (r.status == "pending") style += ",dotted";
+    if (r.kind == "wait") extra += ", shape=ellipse, fontsize=8";
+    std::string tooltip = r.kind + " #" + std::to_string(r.id) + " on " + r.lane + "\nsubmit " +
+                          std::to_string(r.submit_ns) + " ns, start " + std::to_string(r.start_ns) + " ns, end " +
+                          std::to_string(r.end_ns) + " ns";
+    if (!r.error.empty()) tooltip += "\n" + r.error;
+    dot << "  n" << r.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << fill_colour(r.kind)
+        << "\", style=\"" << style << "\"" << extra << ", tooltip=\"" << dot_escape(tooltip) << "\"];\n";
+  }
+  for (const auto& r : records)
+    for (const auto& e : r.in_edges) {
+      if (hidden.count({e.from, e.to})) continue;
+      const std::string label = e.hazard + " " + e.tile + " " + e.region.str(e.dims) + " " + e.from_slot + "→" + e.to_slot;
+      // Host-image hazards in violet, device-image ones in black: the label alone does not say.
+      const char* colour = e.image == "host" ? "#7048e8" : "#212529";
+      dot << "  n" << e.from << " -> n" << e.to << " [label=\"" << dot_escape(label) << "\", color=\"" << colour
+          << "\", fontcolor=\"" << colour << "\", tooltip=\"" << dot_escape(e.hazard + " on " + e.tile + "'s " + e.image + " image")
+          << "\"];\n";
+    }
+  dot << "}\n";
+  return dot.str();
+}
+
+GraphInfo graph_info(const Controller& c) {
+  GraphInfo info;
+  info.device = c.device().name;
+  info.policy = to_string(c.policy());
+  info.options["platform"] = c.device().platform_name;
+  info.options["device_id"] = c.device().id();
+  info.options["device_reason"] = c.device_reason();
+  info.options["kernel_queues"] = std::to_string(c.kernel_queues());
+  return info;
+}
+
+namespace {
+void require_recording(const Controller& c, const char* fn) {
+  if (!c.recording())
+    throw UsageError(std::string(fn) +
+                     ": the controller does not record its requests (set ControllerOptions::record, or HETFLOW_DUMP "
+                     "or HETFLOW_TRACE before creating it)");
+}
+}  // namespace
+
+void write_dump_json(const Controller& c, const std::string& path) {
+  require_recording(c, "write_dump_json");
+  detail::write_text_file(path, to_json(c.records(), graph_info(c)), "dump");
+}
+
+void write_dump_dot(const Controller& c, const std::string& path, const DotOptions& options) {
+  require_recording(c, "write_dump_dot");
+  detail::write_text_file(path, to_dot(c.records(), graph_info(c), options), "DOT dump");
+}
+
+}  // namespace hetflow

@@ -1,0 +1,79 @@
+// HETFLOW_DUMP / HETFLOW_TRACE: what a controller writes when it goes away, so that any program
+// can be inspected without changing its code. Runs from a destructor: nothing may escape.
+#include <hetflow/controller.hpp>
+#include <hetflow/dump.hpp>
+#include <hetflow/trace.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "log.hpp"
+
+namespace hetflow {
+namespace {
+
+// "run.json" → ("run", ".json"); a name without an extension keeps it empty.
+std::pair<std::string, std::string> split_extension(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1 || dot == 0)
+    return {path, ""};
+  return {path.substr(0, dot), path.substr(dot)};
+}
+
+// The nth controller of the process (n ≥ 2) gets "run.n.json", so none overwrites another's.
+std::string numbered(const std::string& path, int n) {
+  if (n <= 1) return path;
+  const auto [stem, ext] = split_extension(path);
+  return stem + "." + std::to_string(n) + ext;
+}
+
+// The dump's companions replace a .json extension (run.json → run.dot), else add to the name.
+std::string companion(const std::string& dump_path, const char* suffix) {
+  const auto [stem, ext] = split_extension(dump_path);
+  return (ext == ".json" ? stem : dump_path) + suffix;
+}
+
+template <class F>
+void attempt(const char* what, const std::string& path, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    try {
+      log().error("could not write the {} '{}': {}", what, path, e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      log().error("could not write the {} '{}'", what, path);
+    } catch (...) {
+    }
+  }
+}
+
+std::atomic<int> controllers_written{0};
+
+}  // namespace
+
+void write_env_dumps(const Controller& c) noexcept {
+  const char* dump = std::getenv("HETFLOW_DUMP");
+  const char* trace = std::getenv("HETFLOW_TRACE");
+  const bool want_dump = dump && *dump, want_trace = trace && *trace;
+  if (!want_dump && !want_trace) return;
+  const int n = ++controllers_written;
+  if (want_dump) {
+    const std::string path = numbered(dump, n);
+    attempt("graph dump", path, [&] { write_dump_json(c, path); });
+    attempt("graph dump (DOT)", companion(path, ".dot"), [&] { write_dump_dot(c, companion(path, ".dot")); });
+    attempt("controller topology", companion(path, ".topology.dot"),
+            [&] { detail::write_text_file(companion(path, ".topology.dot"), c.topology_dot(), "topology DOT"); });
+  }
+  if (want_trace) {
+    const std::string path = numbered(trace, n);
+    attempt("trace", path, [&] { write_trace(c, path); });
+  }
+}
+
+}  // namespace hetflow

@@ -1,0 +1,408 @@
+// Chrome trace-event JSON of a run (DESIGN.md §6) and the summary `hetflow report` prints from it:
+// busy time per lane, overlap, idle gaps and the critical path.
+#include <hetflow/controller.hpp>
+#include <hetflow/errors.hpp>
+#include <hetflow/trace.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+namespace hetflow {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int trace_pid = 1;
+
+// Track ids fix the order Perfetto shows the lanes in: transfers, device queues, host workers,
+// then the user thread's waits.
+int lane_tid(const std::string& lane, std::map<std::string, int>& others) {
+  auto numbered = [&](const char* prefix, int base) -> std::optional<int> {
+    const std::string p = prefix;
+    if (lane.size() <= p.size() || lane.compare(0, p.size(), p) != 0) return std::nullopt;
+    const std::string digits = lane.substr(p.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) || digits.size() > 6)
+      return std::nullopt;
+    return base + std::stoi(digits);
+  };
+  if (lane == "H2D") return 1;
+  if (lane == "D2H") return 2;
+  if (lane == "queue") return 3;
+  if (auto k = numbered("kernel", 10)) return *k;
+  if (lane == "host") return 99'999;
+  if (auto h = numbered("host", 100'000)) return *h;
+  if (lane == "wait") return 2'000'000;
+  auto [it, added] = others.emplace(lane, 3'000'000 + int(others.size()));
+  (void)added;
+  return it->second;
+}
+
+double to_us(std::int64_t ns) { return double(ns) / 1000.0; }
+std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
+
+// The interval a record occupies on its track, if it has one. A wait has no start of its own:
+// it spans from its submission, when its caller started blocking.
+std::optional<TimeInterval> track_interval(const RequestRecord& r) {
+  const std::int64_t start = r.start_ns >= 0 ? r.start_ns : (r.kind == "wait" ? r.submit_ns : -1);
+  if (start < 0 || r.end_ns < start) return std::nullopt;
+  return TimeInterval{start, r.end_ns};
+}
+
+}  // namespace
+
+std::string to_trace_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
+  std::map<std::string, int> other_lanes;
+  std::map<int, std::string> tracks;
+  std::unordered_map<std::uint64_t, std::pair<int, TimeInterval>> placed;  // id → (tid, interval)
+  json slices = json::array();
+  for (const auto& r : records) {
+    const auto iv = track_interval(r);
+    if (!iv) continue;
+    const int tid = lane_tid(r.lane, other_lanes);
+    tracks.emplace(tid, r.lane);
+    placed.emplace(r.id, std::make_pair(tid, *iv));
+    json args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
+    if (!r.error.empty()) args["error"] = r.error;
+    if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
+    slices.push_back(json{{"ph", "X"}, {"name", r.name}, {"cat", r.kind}, {"pid", trace_pid}, {"tid", tid},
+                          {"ts", to_us(iv->start_ns)}, {"dur", to_us(iv->length())}, {"args", std::move(args)}});
+  }
+  std::stable_sort(slices.begin(), slices.end(),
+                   [](const json& a, const json& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
+
+  json events = json::array();
+  std::string process = "hetflow";
+  if (!info.device.empty()) process += " — " + info.device;
+  if (!info.policy.empty()) process += " (" + info.policy + ")";
+  events.push_back(json{{"ph", "M"}, {"name", "process_name"}, {"pid", trace_pid}, {"tid", 0}, {"args", {{"name", process}}}});
+  for (const auto& [tid, lane] : tracks) {
+    events.push_back(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"name", lane}}}});
+    events.push_back(
+        json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+  }
+  for (auto& s : slices) events.push_back(std::move(s));
+
+  // One arrow per hazard edge. Each end sits in the middle of its slice, where binding to the
+  // enclosing slice cannot pick a neighbour that starts or ends at the same instant.
+  std::uint64_t flow_id = 0;
+  for (const auto& r : records)
+    for (const auto& e : r.in_edges) {
+      auto from = placed.find(e.from), to = placed.find(e.to);
+      if (from == placed.end() || to == placed.end()) continue;
+      const auto mid = [](const TimeInterval& iv) { return to_us(iv.start_ns) + to_us(iv.length()) / 2.0; };
+      const std::string name = e.hazard + " " + e.tile;
+      const json args{{"from_slot", e.from_slot}, {"to_slot", e.to_slot}, {"image", e.image}, {"region", e.region.str(e.dims)}};
+      ++flow_id;
+      events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
+                            {"tid", from->second.first}, {"ts", mid(from->second.second)}, {"args", args}});
+      events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
+                            {"tid", to->second.first}, {"ts", mid(to->second.second)}, {"args", args}});
+    }
+
+  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  doc["otherData"] = json{{"format", "hetflow-trace"}, {"version", "1"}, {"device", info.device}, {"policy", info.policy}};
+  doc["hetflow"] = json::parse(to_json(records, info));
+  return doc.dump() + "\n";
+}
+
+void write_trace(const Controller& c, const std::string& path) {
+  if (!c.recording())
+    throw UsageError(
+        "write_trace: the controller does not record its requests (set ControllerOptions::record, or HETFLOW_DUMP or "
+        "HETFLOW_TRACE before creating it)");
+  detail::write_text_file(path, to_trace_json(c.records(), graph_info(c)), "trace");
+}
+
+// ---- summary ---------------------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw Error("not a valid Chrome trace: " + what); }
+
+struct Slice {
+  std::uint64_t id;
+  std::string name, kind, lane;
+  int tid;
+  TimeInterval iv;
+  bool work;  // waits are the user thread blocking, not work
+};
+
+std::vector<TimeInterval> merged(std::vector<TimeInterval> v) {
+  std::sort(v.begin(), v.end(), [](const TimeInterval& a, const TimeInterval& b) { return a.start_ns < b.start_ns; });
+  std::vector<TimeInterval> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.start_ns <= out.back().end_ns)
+      out.back().end_ns = std::max(out.back().end_ns, iv.end_ns);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+std::int64_t total(const std::vector<TimeInterval>& v) {
+  std::int64_t t = 0;
+  for (const auto& iv : v) t += iv.length();
+  return t;
+}
+
+double number(const json& ev, const char* key, std::size_t index) {
+  auto it = ev.find(key);
+  if (it == ev.end() || !it->is_number())
+    bad("traceEvents[" + std::to_string(index) + "] has no numeric \"" + key + "\"");
+  return it->get<double>();
+}
+
+int tid_of(const json& ev) {
+  auto it = ev.find("tid");
+  return it != ev.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+// The slice of track `tid` enclosing `ts` (the innermost: the latest start), for flow events.
+std::optional<std::size_t> enclosing(const std::vector<Slice>& slices, int tid, std::int64_t ts) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const auto& s = slices[i];
+    if (s.tid != tid || ts < s.iv.start_ns || ts > s.iv.end_ns) continue;
+    if (!best || s.iv.start_ns >= slices[*best].iv.start_ns) best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
+namespace {
+TraceSummary summarize(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad(std::string("not JSON (") + e.what() + ")");
+  }
+  const json* events = nullptr;
+  if (doc.is_array()) {
+    events = &doc;
+  } else if (doc.is_object()) {
+    auto it = doc.find("traceEvents");
+    if (it == doc.end() || !it->is_array()) bad("no \"traceEvents\" array");
+    events = &*it;
+  } else {
+    bad("the top level is neither an object nor an array of events");
+  }
+
+  TraceSummary sum;
+  if (doc.is_object())
+    if (auto od = doc.find("otherData"); od != doc.end() && od->is_object()) {
+      if (auto d = od->find("device"); d != od->end() && d->is_string()) sum.device = d->get<std::string>();
+      if (auto p = od->find("policy"); p != od->end() && p->is_string()) sum.policy = p->get<std::string>();
+    }
+
+  std::map<int, std::string> names;
+  std::map<int, int> sort_index;
+  std::vector<Slice> slices;
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const json& ev = (*events)[i];
+    if (!ev.is_object()) bad("traceEvents[" + std::to_string(i) + "] is not an object");
+    const std::string ph = ev.value("ph", "");
+    if (ph == "M") {
+      const json args = ev.value("args", json::object());
+      if (ev.value("name", "") == "thread_name" && args.contains("name") && args["name"].is_string())
+        names[tid_of(ev)] = args["name"].get<std::string>();
+      if (ev.value("name", "") == "thread_sort_index" && args.contains("sort_index") && args["sort_index"].is_number_integer())
+        sort_index[tid_of(ev)] = args["sort_index"].get<int>();
+      continue;
+    }
+    if (ph != "X") continue;
+    const std::int64_t start = to_ns(number(ev, "ts", i));
+    const std::int64_t dur = to_ns(number(ev, "dur", i));
+    if (dur < 0) bad("traceEvents[" + std::to_string(i) + "] has a negative \"dur\"");
+    const json args = ev.value("args", json::object());
+    Slice s;
+    s.id = args.contains("id") && args["id"].is_number_unsigned() ? args["id"].get<std::uint64_t>() : std::uint64_t(i);
+    s.name = ev.value("name", "");
+    s.kind = args.contains("kind") && args["kind"].is_string() ? args["kind"].get<std::string>() : ev.value("cat", "");
+    s.tid = tid_of(ev);
+    s.iv = {start, start + dur};
+    s.work = s.kind != "wait";
+    slices.push_back(std::move(s));
+  }
+  for (auto& s : slices) s.lane = names.count(s.tid) ? names[s.tid] : "tid " + std::to_string(s.tid);
+
+  // Per lane, in track order (sort index, then tid).
+  std::map<std::pair<int, int>, std::vector<TimeInterval>> by_track;
+  std::map<std::pair<int, int>, std::size_t> counts;
+  std::vector<TimeInterval> waits;
+  for (const auto& s : slices) {
+    if (!s.work) {
+      waits.push_back(s.iv);
+      continue;
+    }
+    const auto key = std::make_pair(sort_index.count(s.tid) ? sort_index[s.tid] : s.tid, s.tid);
+    by_track[key].push_back(s.iv);
+    ++counts[key];
+  }
+  sum.waiting_ns = total(merged(waits));
+  if (by_track.empty()) return sum;
+
+  // Overlap: sweep over every lane's merged intervals, counting busy lanes.
+  std::vector<std::pair<std::int64_t, int>> sweep;
+  std::vector<TimeInterval> all;
+  for (auto& [key, ivs] : by_track) {
+    const auto m = merged(ivs);
+    sum.lanes.push_back(LaneBusy{names.count(key.second) ? names[key.second] : "tid " + std::to_string(key.second),
+                                 total(m), counts[key]});
+    for (const auto& iv : m) {
+      sweep.emplace_back(iv.start_ns, +1);
+      sweep.emplace_back(iv.end_ns, -1);
+      all.push_back(iv);
+    }
+  }
+  std::sort(sweep.begin(), sweep.end());  // at one instant, ends (-1) before starts (+1)
+  int busy = 0;
+  std::int64_t last = sweep.front().first;
+  for (const auto& [t, delta] : sweep) {
+    if (busy >= 2) sum.overlap_ns += t - last;
+    busy += delta;
+    last = t;
+  }
+
+  const auto busy_union = merged(all);
+  sum.busy_ns = total(busy_union);
+  sum.first_start_ns = busy_union.front().start_ns;
+  sum.last_end_ns = busy_union.back().end_ns;
+  sum.wall_ns = sum.last_end_ns - sum.first_start_ns;
+  for (std::size_t i = 1; i < busy_union.size(); ++i) {
+    const TimeInterval gap{busy_union[i - 1].end_ns, busy_union[i].start_ns};
+    sum.idle_gaps.push_back(gap);
+    sum.idle_ns += gap.length();
+    sum.largest_idle_ns = std::max(sum.largest_idle_ns, gap.length());
+  }
+
+  // ---- critical path: the longest path by summed durations over the work slices' edges.
+  std::unordered_map<std::uint64_t, std::size_t> by_id;
+  for (std::size_t i = 0; i < slices.size(); ++i)
+    if (slices[i].work) by_id.emplace(slices[i].id, i);
+  std::vector<std::vector<std::size_t>> succ(slices.size());
+  std::vector<std::size_t> indegree(slices.size(), 0);
+  auto add_edge = [&](std::size_t a, std::size_t b) {
+    if (a == b || !slices[a].work || !slices[b].work) return;
+    succ[a].push_back(b);
+    ++indegree[b];
+  };
+  const json* embedded = nullptr;
+  if (doc.is_object())
+    if (auto h = doc.find("hetflow"); h != doc.end() && h->is_object() && h->contains("edges") && (*h)["edges"].is_array())
+      embedded = &(*h)["edges"];
+  if (embedded) {
+    for (const auto& e : *embedded) {
+      if (!e.is_object() || !e.contains("from") || !e.contains("to") || !e["from"].is_number_unsigned() ||
+          !e["to"].is_number_unsigned())
+        bad("an edge of the embedded \"hetflow\" dump lacks integer \"from\"/\"to\"");
+      auto a = by_id.find(e["from"].get<std::uint64_t>()), b = by_id.find(e["to"].get<std::uint64_t>());
+      if (a != by_id.end() && b != by_id.end()) add_edge(a->second, b->second);
+    }
+  } else {
+    sum.edges_from_flows = true;
+    std::map<std::string, std::pair<std::optional<std::size_t>, std::optional<std::size_t>>> flows;
+    for (std::size_t i = 0; i < events->size(); ++i) {
+      const json& ev = (*events)[i];
+      const std::string ph = ev.value("ph", "");
+      if (ph != "s" && ph != "f") continue;
+      auto id = ev.find("id");
+      if (id == ev.end()) bad("flow event traceEvents[" + std::to_string(i) + "] has no \"id\"");
+      const std::string key = ev.value("cat", "") + "/" + (id->is_string() ? id->get<std::string>() : id->dump());
+      const auto slice = enclosing(slices, tid_of(ev), to_ns(number(ev, "ts", i)));
+      (ph == "s" ? flows[key].first : flows[key].second) = slice;
+    }
+    for (const auto& [key, ends] : flows)
+      if (ends.first && ends.second) add_edge(*ends.first, *ends.second);
+  }
+
+  // Kahn's order; a cycle (only possible in a hand-made trace) is reported, not looped over.
+  std::vector<std::size_t> order, ready;
+  for (std::size_t i = 0; i < slices.size(); ++i)
+    if (slices[i].work && indegree[i] == 0) ready.push_back(i);
+  std::vector<std::int64_t> best(slices.size(), 0);
+  std::vector<std::optional<std::size_t>> prev(slices.size());
+  while (!ready.empty()) {
+    const std::size_t u = ready.back();
+    ready.pop_back();
+    order.push_back(u);
+    best[u] += slices[u].iv.length();
+    // best[v] is the longest path ending at one of v's predecessors until v itself is taken.
+    for (std::size_t v : succ[u]) {
+      if (!prev[v] || best[u] > best[v]) {
+        best[v] = best[u];
+        prev[v] = u;
+      }
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  const auto work_count = std::size_t(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.work; }));
+  if (order.size() != work_count) bad("its edges form a cycle");
+  std::size_t end = order.front();
+  for (std::size_t u : order)
+    if (best[u] > best[end]) end = u;
+  sum.critical_path_ns = best[end];
+  for (std::optional<std::size_t> at = end; at; at = prev[*at]) {
+    const Slice& s = slices[*at];
+    sum.critical_path.push_back(PathStep{s.id, s.name, s.kind, s.lane, s.iv.start_ns, s.iv.end_ns});
+  }
+  std::reverse(sum.critical_path.begin(), sum.critical_path.end());
+  sum.critical_path_share = sum.wall_ns > 0 ? double(sum.critical_path_ns) / double(sum.wall_ns) : 0.0;
+  return sum;
+}
+
+}  // namespace
+
+TraceSummary summarize_trace(const std::string& text) {
+  try {
+    return summarize(text);
+  } catch (const json::exception& e) {
+    bad(std::string("unexpected content (") + e.what() + ")");
+  }
+}
+
+TraceSummary summarize_trace_file(const std::string& path) {
+  const std::string text = detail::read_text_file(path, "trace");
+  try {
+    return summarize_trace(text);
+  } catch (const Error& e) {
+    throw Error("trace '" + path + "': " + e.what());
+  }
+}
+
+std::string to_json(const TraceSummary& s) {
+  json lanes = json::array();
+  for (const auto& l : s.lanes) lanes.push_back(json{{"lane", l.lane}, {"busy_ns", l.busy_ns}, {"events", l.events}});
+  json gaps = json::array();
+  for (const auto& g : s.idle_gaps) gaps.push_back(json{{"start_ns", g.start_ns}, {"end_ns", g.end_ns}});
+  json path = json::array();
+  for (const auto& p : s.critical_path)
+    path.push_back(json{{"id", p.id}, {"name", p.name}, {"kind", p.kind}, {"lane", p.lane}, {"start_ns", p.start_ns},
+                        {"end_ns", p.end_ns}});
+  json doc{{"device", s.device},
+           {"policy", s.policy},
+           {"first_start_ns", s.first_start_ns},
+           {"last_end_ns", s.last_end_ns},
+           {"wall_ns", s.wall_ns},
+           {"lanes", std::move(lanes)},
+           {"busy_ns", s.busy_ns},
+           {"overlap_ns", s.overlap_ns},
+           {"idle_gaps", std::move(gaps)},
+           {"idle_ns", s.idle_ns},
+           {"largest_idle_ns", s.largest_idle_ns},
+           {"waiting_ns", s.waiting_ns},
+           {"critical_path", std::move(path)},
+           {"critical_path_ns", s.critical_path_ns},
+           {"critical_path_share", s.critical_path_share},
+           {"edges_from_flows", s.edges_from_flows}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace hetflow

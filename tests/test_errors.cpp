@@ -1,0 +1,165 @@
+// Errors (DESIGN.md §2, §4): misuse is a UsageError from the submitting call, before anything
+// runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
+// makes the next wait throw naming it, and leaves the controller working.
+#include <atomic>
+
+#include "support.hpp"
+
+using namespace hetflow;
+
+namespace {
+
+const Policy policies[] = {Policy::async, Policy::sync};
+
+// Later work still runs and gives the right answer.
+void check_still_works(Controller& c) {
+  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto x = c.tile<float>(128, "after");
+  test::fill(x, 3.0f);
+  c.move_to(x);
+  c.launch(k, Range(128), io(x), 128, 2.0f);
+  c.move_from(x);
+  c.wait(x);
+  CHECK(test::all_equal(x, 7.0f));
+}
+
+template <class F>
+void check_usage_error(F&& submit, std::initializer_list<const char*> words) {
+  try {
+    submit();
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    for (const char* w : words) CHECK_MESSAGE(msg.find(w) != std::string::npos, "'" << w << "' not in: " << msg);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argument") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto mix = c.kernel("hetflow_test.cl", "mix_inputs");
+    auto a = c.tile<float>(64, "a"), b = c.tile<float>(64, "b"), o = c.tile<float>(64, "o");
+    auto d = c.tile<double>(64, "d");
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64); },
+                      {"mix_inputs", "takes 5 argument", "got 4"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 1.0f, 2); }, {"got 6"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), in(a), 1.0f); },
+                      {"argument 3", "'int n'", "not a __global buffer", "tile 'a'"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), 5, out(o), 64, 1.0f); },
+                      {"argument 1", "y", "got a scalar"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 1.0); },
+                      {"argument 4", "float", "takes 4 bytes", "8-byte"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(d), in(b), out(o), 64, 1.0f); },
+                      {"argument 0", "4-byte elements", "tile 'd'", "8-byte"});
+    check_usage_error([&] { c.launch(mix, Range(64), local_mem<float>(4), in(b), out(o), 64, 1.0f); },
+                      {"argument 0", "not a __local pointer"});
+    check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use after free") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    Controller other(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto t = c.tile<float>(Extent(16, 8), "t");
+    check_usage_error([&] { c.move_to(t.region(Box{{0, 4, 0}, {16, 5, 1}})); }, {"move_to(t)", "out of the bounds", "[0:16, 4:9)"});
+    check_usage_error([&] { c.move_from(t.rows(8, 1)); }, {"out of the bounds"});
+    check_usage_error([&] { c.launch(scale, Range(16), io(t.region(Box{{10, 0, 0}, {7, 1, 1}})), 16, 1.0f); },
+                      {"scale_in_place", "out of the bounds"});
+    check_usage_error([&] { c.move_to(t.region(Box{{0, 0, 0}, {0, 1, 1}})); }, {"empty"});
+
+    auto dev = c.device_tile<float>(32, "scratch");
+    check_usage_error([&] { c.move_to(dev); }, {"move_to(scratch)", "device-only"});
+    check_usage_error([&] { c.move_from(dev); }, {"device-only"});
+    check_usage_error([&] { c.host_task("peek", [] {}, in(dev)); }, {"peek", "device-only"});
+    CHECK_THROWS_AS(dev.data(), UsageError);
+
+    auto foreign = other.tile<float>(16, "foreign");
+    check_usage_error([&] { c.move_to(foreign); }, {"foreign", "another controller"});
+    check_usage_error([&] { c.launch(scale, Range(16), io(foreign), 16, 1.0f); }, {"another controller"});
+    auto foreign_kernel = other.kernel("hetflow_test.cl", "scale_in_place");
+    auto mine = c.tile<float>(16, "mine");
+    check_usage_error([&] { c.launch(foreign_kernel, Range(16), io(mine), 16, 1.0f); }, {"another controller"});
+
+    auto gone = c.tile<float>(16, "gone");
+    auto copy = gone;
+    c.free(gone);
+    check_usage_error([&] { c.move_to(copy); }, {"gone", "after free"});
+    check_usage_error([&] { c.launch(scale, Range(16), io(copy), 16, 1.0f); }, {"after free"});
+    check_usage_error([&] { (void)copy.data(); }, {"after free"});
+    check_usage_error([&] { c.free(copy); }, {"gone"});
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("an OpenCL failure fails the request, cancels its dependants, and the next wait names it") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto x = c.tile<float>(64, "x");
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.wait_all();
+    // A work-group larger than any device allows: clEnqueueNDRangeKernel refuses it.
+    c.launch(scale, Range(1 << 20).local(1 << 20), io(x), 64, 2.0f);
+    c.move_from(x);  // depends on the failed kernel: cancelled, so the host image keeps its 1s
+    std::atomic<bool> host_ran{false};
+    c.host_task("after-failed-kernel", [&] { host_ran = true; }, in(x));
+    try {
+      c.wait(x);
+      FAIL("wait did not throw");
+    } catch (const RequestFailed& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("scale_in_place") != std::string::npos);
+      CHECK(msg.find("CL_INVALID_WORK_GROUP_SIZE") != std::string::npos);
+      CHECK(msg.find("move_from(x)") != std::string::npos);
+      CHECK(msg.find("cancelled") != std::string::npos);
+      CHECK(msg.find("after-failed-kernel") != std::string::npos);
+    }
+    CHECK_FALSE(host_ran.load());
+    CHECK(test::all_equal(x, 1.0f));
+    c.wait_all();  // the failure was reported once
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("a host task that throws fails, its dependants are cancelled, and the controller goes on") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto y = c.tile<float>(256, "y");
+    test::fill(y, 5.0f);
+    c.move_to(y);
+    c.wait_all();
+    c.host_task("bad-producer", [&] {
+      test::fill(y, 9.0f);
+      throw std::runtime_error("sensor unplugged");
+    }, out(y));
+    std::atomic<bool> consumer_ran{false};
+    c.host_task("consumer", [&] { consumer_ran = true; }, in(y));
+    c.move_to(y);  // a device command gated on the failed host task: must not run
+    try {
+      c.wait_all();
+      FAIL("wait_all did not throw");
+    } catch (const RequestFailed& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("bad-producer") != std::string::npos);
+      CHECK(msg.find("sensor unplugged") != std::string::npos);
+      CHECK(msg.find("consumer") != std::string::npos);
+      CHECK(msg.find("move_to(y)") != std::string::npos);
+    }
+    CHECK_FALSE(consumer_ran.load());
+    // The device image still holds the 5s: the cancelled H2D never copied the 9s.
+    c.move_from(y);
+    c.wait(y);
+    CHECK(test::all_equal(y, 5.0f));
+    check_still_works(c);
+  }
+}

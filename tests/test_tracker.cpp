@@ -1,0 +1,177 @@
+// The hazard tracker alone (no OpenCL): DESIGN.md §3's table row by row, regions, pruning.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "access_plan.hpp"
+#include "dependency_tracker.hpp"
+
+using namespace hetflow;
+using namespace hetflow::detail;
+
+namespace {
+
+using Tracker = DependencyTracker<int>;
+
+struct Op {
+  const char* name;
+  Kind kind;
+  Role role;
+};
+// Every kind of request on a tile x, named by the slot it updates in the table.
+const Op ops[] = {
+    {"H2D", Kind::h2d, Role::in},          {"D2H", Kind::d2h, Role::in},
+    {"kernel IN", Kind::kernel, Role::in}, {"kernel OUT", Kind::kernel, Role::out},
+    {"kernel IO", Kind::kernel, Role::io}, {"host IN", Kind::host, Role::in},
+    {"host OUT", Kind::host, Role::out},   {"host IO", Kind::host, Role::io},
+};
+
+struct Fixture {
+  Tracker tracker;
+  std::set<int> done;
+  std::vector<Tracker::Edge> edges;
+  auto is_done() {
+    return [this](int h) { return done.count(h) > 0; };
+  }
+  // Submits request `who` of kind op on `box` of tile 1 and returns the edges it got.
+  std::vector<Tracker::Edge> submit(int who, const Op& op, const Box& box = Box{{0, 0, 0}, {100, 1, 1}}) {
+    edges.clear();
+    AccessPlan plans[2];
+    const int n = plan_accesses(op.kind, op.role, plans);
+    for (int i = 0; i < n; ++i)
+      tracker.access(1, plans[i].image, box, plans[i].reads, plans[i].writes, who, plans[i].slot, is_done(), edges);
+    return edges;
+  }
+};
+
+std::set<std::string> waited_slots(const std::vector<Tracker::Edge>& edges) {
+  std::set<std::string> s;
+  for (const auto& e : edges) s.insert(e.from_slot);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("each row of DESIGN.md §3's table waits on exactly the slots it lists") {
+  // Row → the earlier requests it must wait for (the table, with the "+" extras of the general form).
+  const std::map<std::string, std::set<std::string>> waits = {
+      {"H2D", {"kernel IN", "D2H", "kernel OUT", "kernel IO", "H2D", "host OUT", "host IO"}},
+      {"D2H", {"kernel OUT", "kernel IO", "H2D", "host IN", "host OUT", "host IO", "D2H"}},
+      {"kernel IN", {"kernel OUT", "kernel IO", "H2D"}},
+      {"kernel OUT", {"kernel IN", "kernel OUT", "kernel IO", "H2D", "D2H"}},
+      {"kernel IO", {"kernel IN", "kernel OUT", "kernel IO", "H2D", "D2H"}},
+      {"host IN", {"D2H", "host OUT", "host IO"}},
+      {"host OUT", {"D2H", "H2D", "host IN", "host OUT", "host IO"}},
+      {"host IO", {"D2H", "H2D", "host IN", "host OUT", "host IO"}},
+  };
+  for (const auto& row : ops) {
+    for (const auto& earlier : ops) {
+      CAPTURE(row.name);
+      CAPTURE(earlier.name);
+      Fixture f;
+      f.submit(1, earlier);
+      const auto edges = f.submit(2, row);
+      const bool expected = waits.at(row.name).count(earlier.name) > 0;
+      CHECK(!edges.empty() == expected);
+      for (const auto& e : edges) {
+        CHECK(e.from == 1);
+        CHECK(e.region == (Box{{0, 0, 0}, {100, 1, 1}}));
+      }
+    }
+  }
+}
+
+TEST_CASE("edges carry the hazard kind and both slot names") {
+  Fixture f;
+  f.submit(1, ops[0]);  // H2D
+  auto e = f.submit(2, ops[2]);  // kernel IN: RAW on the device image
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].hazard == Hazard::RAW);
+  CHECK(e[0].image == Image::device);
+  CHECK(std::string(e[0].from_slot) == "offloading_write");
+  CHECK(std::string(e[0].to_slot) == "kernel_read");
+  e = f.submit(3, ops[0]);  // H2D again: WAW on the first H2D, WAR against the kernel's read (T-07)
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].from == 1);
+  CHECK(e[0].hazard == Hazard::WAW);
+  CHECK(e[1].from == 2);
+  CHECK(e[1].hazard == Hazard::WAR);
+  CHECK(std::string(e[1].from_slot) == "kernel_read");
+  CHECK(std::string(e[1].to_slot) == "offloading_write");
+  e = f.submit(4, ops[3]);  // kernel OUT: WAW against the H2D
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].from == 3);
+  CHECK(e[0].hazard == Hazard::WAW);
+}
+
+TEST_CASE("disjoint regions are independent, overlapping regions are ordered") {
+  Fixture f;
+  const Box left{{0, 0, 0}, {50, 1, 1}}, right{{50, 0, 0}, {50, 1, 1}}, middle{{40, 0, 0}, {20, 1, 1}};
+  CHECK(f.submit(1, ops[3], left).empty());   // kernel OUT left
+  CHECK(f.submit(2, ops[3], right).empty());  // kernel OUT right: disjoint
+  auto e = f.submit(3, ops[1], middle);      // D2H middle overlaps both writers
+  CHECK(waited_slots(e) == std::set<std::string>{"kernel_write"});
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].region == (Box{{40, 0, 0}, {10, 1, 1}}));
+  CHECK(e[1].region == (Box{{50, 0, 0}, {10, 1, 1}}));
+  // 2-D: rows 0-9 and rows 10-19 of a 64-wide tile.
+  Fixture g;
+  CHECK(g.submit(1, ops[3], Box{{0, 0, 0}, {64, 10, 1}}).empty());
+  CHECK(g.submit(2, ops[3], Box{{0, 10, 0}, {64, 10, 1}}).empty());
+  CHECK(g.submit(3, ops[2], Box{{0, 9, 0}, {64, 2, 1}}).size() == 2);
+  // Same rows, disjoint columns.
+  CHECK(g.submit(4, ops[3], Box{{0, 30, 0}, {32, 5, 1}}).empty());
+  CHECK(g.submit(5, ops[3], Box{{32, 30, 0}, {32, 5, 1}}).empty());
+}
+
+TEST_CASE("a writer covering earlier accesses supersedes them; readers pile up until one does") {
+  Fixture f;
+  for (int i = 1; i <= 10; ++i) f.submit(i, ops[2]);  // ten kernel readers of the device image
+  CHECK(f.tracker.size() == 10);
+  auto e = f.submit(11, ops[3]);  // a writer waits for all ten (WAR)
+  CHECK(e.size() == 10);
+  CHECK(f.tracker.size() == 1);
+  e = f.submit(12, ops[2]);  // the next reader waits for the writer only
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].from == 11);
+}
+
+TEST_CASE("a request never waits for itself (in(a) and out(a) in one launch)") {
+  Fixture f;
+  f.submit(1, ops[2]);
+  auto e = f.submit(1, ops[3]);
+  CHECK(e.empty());
+}
+
+TEST_CASE("pruning keeps memory flat over 1,000,000 requests on one tile") {
+  Fixture f;
+  std::size_t largest = 0;
+  for (int i = 1; i <= 1'000'000; ++i) {
+    // Everything but the last few requests has completed, as on a device that keeps up.
+    if (i > 4) f.done.insert(i - 4);
+    if (f.done.size() > 64) f.done.erase(f.done.begin());
+    f.submit(i, ops[i % 2 ? 2 : 5]);  // alternating kernel and host readers: nothing supersedes them
+    largest = std::max(largest, f.tracker.size());
+  }
+  CHECK(largest <= 8);
+  std::vector<int> outstanding;
+  f.tracker.outstanding(1, f.is_done(), outstanding);
+  CHECK(outstanding.size() <= 4);
+}
+
+TEST_CASE("outstanding() lists each pending request of a tile once, across both images") {
+  Fixture f;
+  f.submit(1, ops[0]);  // H2D: host and device image
+  f.submit(2, ops[2]);
+  std::vector<int> out;
+  f.tracker.outstanding(1, f.is_done(), out);
+  CHECK(out == std::vector<int>{1, 2});
+  f.done.insert(1);
+  out.clear();
+  f.tracker.outstanding(1, f.is_done(), out);
+  CHECK(out == std::vector<int>{2});
+  f.tracker.forget(1);
+  CHECK(f.tracker.size() == 0);
+}
