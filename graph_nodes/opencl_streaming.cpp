@@ -83,8 +83,8 @@ void Engine::enqueue(const RequestPtr& r) {
       if (!p->finished) p->device_dependants.push_back(r);
     }
   }
-  r->preds.clear();
   if (!cause.empty()) {
+    r->preds.clear();
     wait_list.resize(gate_count);
     release_gates();
     finish(*r, Status::cancelled, "not run: " + cause);
@@ -106,6 +106,7 @@ void Engine::enqueue(const RequestPtr& r) {
   }
   wait_list.resize(gate_count);
   release_gates();
+  r->preds.clear();  // only now: their events had to live through the enqueue
   if (err != CL_SUCCESS) {
     finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
