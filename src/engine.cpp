@@ -188,7 +188,13 @@ void Engine::submit(RequestPtr r) {
 void Engine::wait_request(RequestPtr w) {
   auto* raw = w.get();
   submit(std::move(w));
-  raw->released.acquire();
+  // The waiting thread runs graph tasks (host tasks above all) while there are any, instead of
+  // leaving them to the workers alone; once the graph is idle the rest is device work, whose
+  // completion callback wakes it.
+  while (!raw->released.try_acquire()) {
+    graph_.wait_for_all();
+    if (raw->released.try_acquire_for(std::chrono::microseconds(200))) break;
+  }
 }
 
 namespace {

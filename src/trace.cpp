@@ -15,6 +15,8 @@
 namespace hetflow {
 
 using nlohmann::json;
+// Written with the trace format's usual field order (ph, name, ...); read in any order.
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
@@ -60,31 +62,31 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
   std::map<std::string, int> other_lanes;
   std::map<int, std::string> tracks;
   std::unordered_map<std::uint64_t, std::pair<int, TimeInterval>> placed;  // id → (tid, interval)
-  json slices = json::array();
+  ojson slices = ojson::array();
   for (const auto& r : records) {
     const auto iv = track_interval(r);
     if (!iv) continue;
     const int tid = lane_tid(r.lane, other_lanes);
     tracks.emplace(tid, r.lane);
     placed.emplace(r.id, std::make_pair(tid, *iv));
-    json args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
+    ojson args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
     if (!r.error.empty()) args["error"] = r.error;
     if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
-    slices.push_back(json{{"ph", "X"}, {"name", r.name}, {"cat", r.kind}, {"pid", trace_pid}, {"tid", tid},
+    slices.push_back(ojson{{"ph", "X"}, {"name", r.name}, {"cat", r.kind}, {"pid", trace_pid}, {"tid", tid},
                           {"ts", to_us(iv->start_ns)}, {"dur", to_us(iv->length())}, {"args", std::move(args)}});
   }
   std::stable_sort(slices.begin(), slices.end(),
-                   [](const json& a, const json& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
+                   [](const ojson& a, const ojson& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
 
-  json events = json::array();
+  ojson events = ojson::array();
   std::string process = "hetflow";
   if (!info.device.empty()) process += " — " + info.device;
   if (!info.policy.empty()) process += " (" + info.policy + ")";
-  events.push_back(json{{"ph", "M"}, {"name", "process_name"}, {"pid", trace_pid}, {"tid", 0}, {"args", {{"name", process}}}});
+  events.push_back(ojson{{"ph", "M"}, {"name", "process_name"}, {"pid", trace_pid}, {"tid", 0}, {"args", {{"name", process}}}});
   for (const auto& [tid, lane] : tracks) {
-    events.push_back(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"name", lane}}}});
+    events.push_back(ojson{{"ph", "M"}, {"name", "thread_name"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"name", lane}}}});
     events.push_back(
-        json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+        ojson{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
   }
   for (auto& s : slices) events.push_back(std::move(s));
 
@@ -97,18 +99,21 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
       if (from == placed.end() || to == placed.end()) continue;
       const auto mid = [](const TimeInterval& iv) { return to_us(iv.start_ns) + to_us(iv.length()) / 2.0; };
       const std::string name = e.hazard + " " + e.tile;
-      const json args{{"from_slot", e.from_slot}, {"to_slot", e.to_slot}, {"image", e.image}, {"region", e.region.str(e.dims)}};
+      const ojson args{{"from_slot", e.from_slot}, {"to_slot", e.to_slot}, {"image", e.image}, {"region", e.region.str(e.dims)}};
       ++flow_id;
-      events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
+      events.push_back(ojson{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
                             {"tid", from->second.first}, {"ts", mid(from->second.second)}, {"args", args}});
-      events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
+      events.push_back(ojson{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
                             {"tid", to->second.first}, {"ts", mid(to->second.second)}, {"args", args}});
     }
 
-  json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  doc["otherData"] = json{{"format", "hetflow-trace"}, {"version", "1"}, {"device", info.device}, {"policy", info.policy}};
-  doc["hetflow"] = json::parse(to_json(records, info));
-  return doc.dump() + "\n";
+  // Key order matters: Perfetto's JSON reader wants displayTimeUnit first and stops reading at
+  // the first top-level key it does not know, so the embedded dump goes last. One event a line.
+  const ojson other{{"format", "hetflow-trace"}, {"version", "1"}, {"device", info.device}, {"policy", info.policy}};
+  std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + ",\n\"traceEvents\": [";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + events[i].dump();
+  out += "\n],\n\"hetflow\": " + to_json(records, info) + "}\n";
+  return out;
 }
 
 void write_trace(const Controller& c, const std::string& path) {

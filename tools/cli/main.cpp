@@ -5,12 +5,16 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "dump_report_commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"hetflow — a task-graph engine on the oneTBB flow graph that offloads OpenCL kernels"};
   app.set_version_flag("--version", std::string("hetflow ") + HETFLOW_VERSION);
   app.require_subcommand(1);
   hetflow::cli::add_devices_command(app);
+  hetflow::cli::add_run_command(app);
+  hetflow::cli::add_dump_command(app);
+  hetflow::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,158 @@
+// `hetflow dump`: renders a graph dump with Graphviz's `dot`.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hetflow/dump.hpp>
+#include <hetflow/errors.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dump_report_commands.hpp"
+
+extern char** environ;
+
+namespace hetflow::cli {
+namespace {
+
+// Runs `dot -T<format> -o <out>` on `dot_text`. The DOT goes through a temporary file rather than
+// a pipe into dot's stdin, so that reading dot's messages can never deadlock against writing.
+void render(const std::string& dot_text, const std::string& format, const std::string& out, const std::string& source) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hetflow-dump-XXXXXX.dot";
+  const int fd = ::mkstemps(tmp.data(), 4);
+  if (fd < 0) throw Error("cannot create a temporary file for dot: " + std::string(std::strerror(errno)));
+  struct Remove {
+    std::string path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } remove_tmp{tmp};
+  for (std::size_t done = 0; done < dot_text.size();) {
+    const ssize_t n = ::write(fd, dot_text.data() + done, dot_text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw Error("cannot write the temporary DOT file '" + tmp + "': " + std::strerror(errno));
+    }
+    done += std::size_t(n);
+  }
+  ::close(fd);
+
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw Error("pipe failed: " + std::string(std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
+  std::string type = "-T" + format;
+  std::vector<char*> argv{const_cast<char*>("dot"), type.data(), const_cast<char*>("-o"), const_cast<char*>(out.c_str()),
+                          tmp.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, "dot", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipefd[1]);
+  if (rc != 0) {
+    ::close(pipefd[0]);
+    if (rc == ENOENT)
+      throw Error("Graphviz 'dot' was not found on PATH: install graphviz to render '" + source +
+                  "', or write the DOT with --dot and render it elsewhere");
+    throw Error("could not run Graphviz 'dot': " + std::string(std::strerror(rc)));
+  }
+  std::string messages;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    messages.append(buf, std::size_t(n));
+  }
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!ok) {
+    const std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                              : "signal " + std::to_string(WTERMSIG(status));
+    throw Error("Graphviz 'dot " + type + "' failed (" + how + ") rendering '" + source + "' to '" + out + "'" +
+                (messages.empty() ? std::string() : ":\n" + messages));
+  }
+}
+
+// "run.json" → "run.svg"; without a .json extension the new one is appended.
+std::string beside(const std::string& file, const std::string& ext) {
+  const auto slash = file.find_last_of('/');
+  const auto dot = file.find_last_of('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  return (has_ext && file.substr(dot) == ".json" ? file.substr(0, dot) : file) + ext;
+}
+
+struct DumpArgs {
+  std::string file, svg, png, dot;
+  bool hide_redundant = false;
+  CLI::Option *svg_opt = nullptr, *png_opt = nullptr, *dot_opt = nullptr;
+};
+
+void run_dump(const DumpArgs& a) {
+  const auto [records, info] = load_dump(a.file);
+  DotOptions options;
+  options.hide_redundant = a.hide_redundant;
+  const std::string dot = to_dot(records, info, options);
+
+  std::map<std::string, std::size_t> kinds;
+  std::size_t edges = 0, failed = 0, cancelled = 0, pending = 0;
+  for (const auto& r : records) {
+    ++kinds[r.kind];
+    edges += r.in_edges.size();
+    failed += r.status == "failed";
+    cancelled += r.status == "cancelled";
+    pending += r.status == "pending";
+  }
+  std::string by_kind;
+  for (const auto& [k, n] : kinds) by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+  std::string hidden;
+  if (a.hide_redundant) hidden = " (" + std::to_string(redundant_edges(records).size()) + " node pairs hidden as redundant)";
+  std::printf("%s: %zu nodes (%s), %zu edges%s, %zu failed, %zu cancelled, %zu pending — %s, %s\n", a.file.c_str(),
+              records.size(), by_kind.empty() ? "none" : by_kind.c_str(), edges, hidden.c_str(), failed, cancelled,
+              pending, info.device.empty() ? "unknown device" : info.device.c_str(),
+              info.policy.empty() ? "unknown policy" : info.policy.c_str());
+
+  const bool none = a.svg_opt->count() == 0 && a.png_opt->count() == 0 && a.dot_opt->count() == 0;
+  if (a.dot_opt->count()) {
+    detail::write_text_file(a.dot, dot, "DOT");
+    std::printf("wrote %s\n", a.dot.c_str());
+  }
+  if (none || a.svg_opt->count()) {
+    const std::string out = a.svg.empty() ? beside(a.file, ".svg") : a.svg;
+    render(dot, "svg", out, a.file);
+    std::printf("wrote %s\n", out.c_str());
+  }
+  if (a.png_opt->count()) {
+    const std::string out = a.png.empty() ? beside(a.file, ".png") : a.png;
+    render(dot, "png", out, a.file);
+    std::printf("wrote %s\n", out.c_str());
+  }
+}
+
+}  // namespace
+
+void add_dump_command(CLI::App& app) {
+  auto args = std::make_shared<DumpArgs>();
+  auto* cmd = app.add_subcommand("dump", "Render a task-graph dump (HETFLOW_DUMP's JSON, or a trace) with Graphviz");
+  cmd->add_option("file", args->file, "JSON graph dump (or a trace written by hetflow)")->required();
+  args->svg_opt = cmd->add_option("--svg", args->svg, "Write SVG (default: FILE with .svg; the default output)")->expected(0, 1);
+  args->png_opt = cmd->add_option("--png", args->png, "Write PNG (default: FILE with .png)")->expected(0, 1);
+  args->dot_opt = cmd->add_option("--dot", args->dot, "Write the Graphviz DOT source");
+  cmd->add_flag("--hide-redundant", args->hide_redundant,
+                "Hide edges implied by other edges (transitive reduction); all edges are shown otherwise");
+  cmd->callback([args] { run_dump(*args); });
+}
+
+}  // namespace hetflow::cli

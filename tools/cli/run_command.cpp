@@ -1,0 +1,186 @@
+// `hetflow run WORKLOAD`: the papers' workloads on the chosen device under sync and/or async, with
+// time, throughput and the async gain, optionally verified against the CPU reference.
+#include <hetflow/hetflow.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "commands.hpp"
+#include "workloads/cpu_reference.hpp"
+#include "workloads/frames.hpp"
+#include "workloads/pipelines.hpp"
+
+namespace hetflow::cli {
+namespace {
+
+struct RunOptions {
+  std::string workload = "sobel";
+  std::string size;
+  int frames = 0;  // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
+  std::string policy = "both";
+  std::string device;
+  unsigned kernel_queues = 1;
+  std::string dump, trace, input, output;
+  bool verify = false;
+};
+
+// "4k" / "8k" / "16k" (the papers' frames), "WxH", or one number N (N×N).
+std::pair<int, int> parse_size(const std::string& text, std::pair<int, int> fallback) {
+  static const std::map<std::string, std::pair<int, int>> named = {
+      {"720p", {1280, 720}}, {"1080p", {1920, 1080}}, {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
+  if (text.empty()) return fallback;
+  if (auto it = named.find(text); it != named.end()) return it->second;
+  try {
+    std::size_t pos = 0;
+    const int w = std::stoi(text, &pos);
+    if (pos == text.size()) return {w, w};
+    if (text[pos] == 'x' || text[pos] == 'X') {
+      std::size_t pos2 = 0;
+      const int h = std::stoi(text.substr(pos + 1), &pos2);
+      if (pos + 1 + pos2 == text.size()) return {w, h};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UsageError("--size '" + text + "' is not 720p, 1080p, 4k, 8k, 16k, WxH or N");
+}
+
+struct Outcome {
+  Policy policy;
+  workloads::RunResult result;
+};
+
+void verify(const RunOptions& o, int width, int height, int steps, const workloads::RunResult& r) {
+  std::vector<float> ref;
+  double err = 0;
+  if (o.workload == "sobel") {
+    std::vector<float> frame(std::size_t(width) * std::size_t(height));
+    if (!o.input.empty()) {
+      workloads::Y4mReader reader(o.input);
+      for (int i = 0; i < r.frames; ++i) reader.read_luma(frame.data());
+    } else {
+      workloads::generate_frame(frame.data(), width, height, r.frames - 1);
+    }
+    ref.resize(frame.size());
+    workloads::sobel_reference(frame.data(), ref.data(), width, height);
+  } else if (o.workload == "jacobi") {
+    workloads::jacobi_initial_grid(ref, width);
+    workloads::jacobi_reference(ref, width, steps);
+  } else {
+    std::vector<float> a, tmp(std::size_t(width) * std::size_t(width));
+    workloads::matpow_input(a, width);
+    ref = a;
+    for (int k = 0; k < steps; ++k) {
+      workloads::matmul_reference(ref.data(), a.data(), tmp.data(), width);
+      ref.swap(tmp);
+    }
+  }
+  err = workloads::max_rel_error(r.output, ref);
+  const double tolerance = o.workload == "matpow" ? 1e-3 : 1e-5;
+  std::printf("verify: max relative error %.3g against the CPU reference (tolerance %.0e): %s\n", err, tolerance,
+              err <= tolerance ? "ok" : "MISMATCH");
+  if (!(err <= tolerance)) throw Error(o.workload + ": the result differs from the CPU reference");
+}
+
+void run(const RunOptions& o) {
+  std::vector<Policy> policies;
+  if (o.policy == "both")
+    policies = {Policy::sync, Policy::async};
+  else
+    policies = {parse_policy(o.policy)};
+
+  const bool is_sobel = o.workload == "sobel";
+  auto [width, height] = parse_size(o.size, is_sobel ? std::pair{1280, 720}
+                                                     : o.workload == "jacobi" ? std::pair{1024, 1024} : std::pair{256, 256});
+  const int steps = o.frames > 0 ? o.frames : is_sobel ? 20 : o.workload == "jacobi" ? 100 : 10;
+  if (!is_sobel && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
+
+  std::vector<Outcome> outcomes;
+  std::string device_name;
+  for (Policy p : policies) {
+    ControllerOptions copts;
+    copts.device = o.device;
+    copts.policy = p;
+    copts.kernel_queues = o.kernel_queues;
+    const bool last = p == policies.back();
+    if (last && (!o.dump.empty() || !o.trace.empty())) copts.record = true;
+    Controller c(copts);
+    device_name = c.device().name + " (" + c.device().platform_name + ")";
+    workloads::RunResult r;
+    if (is_sobel) {
+      workloads::SobelRun run{width, height, steps, o.input, last ? o.output : std::string()};
+      r = workloads::sobel(c, run);
+    } else if (o.workload == "jacobi") {
+      r = workloads::jacobi(c, width, steps);
+    } else {
+      r = workloads::matpow(c, width, steps);
+    }
+    if (last) write_requested_dumps(c, o.dump, o.trace);
+    outcomes.push_back({p, std::move(r)});
+  }
+
+  const auto& first = outcomes.front().result;
+  const int shown_steps = is_sobel ? first.frames : steps;
+  std::printf("hetflow run %s on %s\n", o.workload.c_str(), device_name.c_str());
+  if (is_sobel)
+    std::printf("%d frames of %dx%d%s\n\n", shown_steps, is_sobel && !o.input.empty() ? 0 : width,
+                is_sobel && !o.input.empty() ? 0 : height, o.input.empty() ? " (generated)" : (" from " + o.input).c_str());
+  else
+    std::printf("n = %d, %d %s\n\n", width, steps, o.workload == "jacobi" ? "iterations" : "products");
+  const char* unit = is_sobel ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";
+  std::printf("%-8s %10s %12s %12s\n", "policy", "time s", unit, "async gain");
+  std::optional<double> sync_time;
+  for (const auto& oc : outcomes)
+    if (oc.policy == Policy::sync) sync_time = oc.result.seconds;
+  for (const auto& oc : outcomes) {
+    std::string gain = "";
+    if (oc.policy == Policy::async && sync_time) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * (*sync_time - oc.result.seconds) / *sync_time);
+      gain = buf;
+    }
+    std::printf("%-8s %10.3f %12.2f %12s\n", to_string(oc.policy), oc.result.seconds,
+                shown_steps / oc.result.seconds, gain.c_str());
+  }
+  if (outcomes.size() == 2) {
+    const auto& a = outcomes[0].result;
+    const auto& b = outcomes[1].result;
+    const bool same = a.checksum == b.checksum && a.output.size() == b.output.size() &&
+                      workloads::count_bit_differences(a.output.data(), b.output.data(), a.output.size()) == 0;
+    std::printf("sync and async results bit-identical: %s (checksum %.17g)\n", same ? "yes" : "NO", b.checksum);
+    if (!same) throw Error("sync and async runs gave different results");
+  }
+  if (o.verify) {
+    auto [vw, vh] = std::pair{width, height};
+    if (is_sobel && !o.input.empty()) {
+      workloads::Y4mReader reader(o.input);
+      vw = reader.width();
+      vh = reader.height();
+    }
+    verify(o, vw, vh, steps, outcomes.back().result);
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a workload of the papers (sobel, jacobi, matpow) under sync and async");
+  cmd->add_option("workload", o->workload, "sobel | jacobi | matpow")
+      ->check(CLI::IsMember({"sobel", "jacobi", "matpow"}))
+      ->capture_default_str();
+  cmd->add_option("--size", o->size, "sobel: 720p|1080p|4k|8k|16k|WxH (default 720p); jacobi, matpow: N (default 1024, 256)");
+  cmd->add_option("--frames,--iters,--products", o->frames, "frames (sobel, default 20), iterations (jacobi, 100), products (matpow, 10)");
+  cmd->add_option("--policy", o->policy, "sync | async | both")->check(CLI::IsMember({"sync", "async", "both"}))->capture_default_str();
+  cmd->add_option("--device", o->device, "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
+  cmd->add_option("--kernel-queues", o->kernel_queues, "kernel queues under async")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--dump", o->dump, "write the task graph of the last run as JSON (and .dot beside it)");
+  cmd->add_option("--trace", o->trace, "write the timeline of the last run as Chrome trace-event JSON");
+  cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")->check(CLI::ExistingFile);
+  cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m");
+  cmd->add_flag("--verify", o->verify, "compare the last result with the CPU reference");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace hetflow::cli

@@ -1,0 +1,202 @@
+#include "workloads/pipelines.hpp"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+#include "workloads/cpu_reference.hpp"
+#include "workloads/frames.hpp"
+
+namespace hetflow::workloads {
+namespace {
+
+// The workloads' kernels are built with exactly the native baselines' options, so the results
+// are bit-identical to theirs.
+constexpr const char* kBuildOptions = "-cl-kernel-arg-info";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Range stencil_range(int width, int height) {
+  return Range(round_up(std::size_t(width), kStencilLocal), round_up(std::size_t(height), kStencilLocal))
+      .local(kStencilLocal, kStencilLocal);
+}
+
+// Adds per-step host results in step order, whatever order the host tasks ran in, so the sum is
+// the one a sequential loop makes.
+double ordered_sum(const std::vector<double>& parts) {
+  double s = 0;
+  for (double p : parts) s += p;
+  return s;
+}
+
+}  // namespace
+
+int count_y4m_frames(const std::string& path) {
+  Y4mReader reader(path);
+  std::vector<float> frame(std::size_t(reader.width()) * std::size_t(reader.height()));
+  int n = 0;
+  while (reader.read_luma(frame.data())) ++n;
+  return n;
+}
+
+RunResult sobel(Controller& c, const SobelRun& run) {
+  int width = run.width, height = run.height, frames = run.frames;
+  std::shared_ptr<Y4mReader> reader;
+  if (!run.input.empty()) {
+    const int available = count_y4m_frames(run.input);
+    reader = std::make_shared<Y4mReader>(run.input);
+    width = reader->width();
+    height = reader->height();
+    frames = frames > 0 ? std::min(frames, available) : available;
+  }
+  if (width <= 0 || height <= 0 || frames <= 0)
+    throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(width) + "x" +
+                     std::to_string(height) + ", " + std::to_string(frames) + " frames)");
+  std::shared_ptr<Y4mWriter> writer;
+  if (!run.output.empty()) writer = std::make_shared<Y4mWriter>(run.output, width, height);
+
+  const Extent extent{std::size_t(width), std::size_t(height)};
+  const std::size_t count = extent.count();
+  Kernel rows = c.kernel("sobel.cl", "sobel_rows", kBuildOptions);
+  Kernel col_smooth = c.kernel("sobel.cl", "sobel_col_smooth", kBuildOptions);
+  Kernel col_diff = c.kernel("sobel.cl", "sobel_col_diff", kBuildOptions);
+  Kernel magnitude = c.kernel("sobel.cl", "sobel_magnitude", kBuildOptions);
+  Tile<float> frame_in[2] = {c.tile<float>(extent, "frame0"), c.tile<float>(extent, "frame1")};
+  Tile<float> frame_out[2] = {c.tile<float>(extent, "edges0"), c.tile<float>(extent, "edges1")};
+  auto row_diff = c.device_tile<float>(extent, "row_diff");
+  auto row_smooth = c.device_tile<float>(extent, "row_smooth");
+  auto gx = c.device_tile<float>(extent, "gx");
+  auto gy = c.device_tile<float>(extent, "gy");
+  // Reading and writing a .y4m stream must follow frame order: tasks that share these one-element
+  // tiles as io() are ordered by the engine like any other hazard.
+  auto reader_turn = c.tile<int>(1, "y4m_reader");
+  auto writer_turn = c.tile<int>(1, "y4m_writer");
+  const Range range = stencil_range(width, height);
+  const int w = width, h = height;
+
+  auto launch_frame = [&](int slot) {
+    c.launch(rows, range, in(frame_in[slot]), out(row_diff), out(row_smooth), w, h);
+    c.launch(col_smooth, range, in(row_diff), out(gx), w, h);
+    c.launch(col_diff, range, in(row_smooth), out(gy), w, h);
+    c.launch(magnitude, range, in(gx), in(gy), out(frame_out[slot]), w, h);
+  };
+  // Warm-up (untimed): every kernel once per slot, as the native baselines do.
+  for (int slot = 0; slot < 2; ++slot) launch_frame(slot);
+  c.wait_all();
+
+  std::vector<double> sums(std::size_t(frames), 0.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < frames; ++i) {
+    const int slot = i % 2;
+    Tile<float> frame = frame_in[slot], result = frame_out[slot];
+    if (reader)
+      c.host_task("read frame " + std::to_string(i), [frame, reader, i] {
+        if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
+      }, out(frame), io(reader_turn));
+    else
+      c.host_task("generate frame " + std::to_string(i), [frame, w, h, i] { generate_frame(frame.data(), w, h, i); },
+                  out(frame));
+    c.move_to(frame);
+    launch_frame(slot);
+    c.move_from(result);
+    c.host_task("consume frame " + std::to_string(i), [result, count, &sums, i] {
+      sums[std::size_t(i)] = host_sum(result.data(), count);
+    }, in(result));
+    if (writer)
+      c.host_task("write frame " + std::to_string(i), [result, writer] { writer->write_luma(result.data()); },
+                  in(result), io(writer_turn));
+  }
+  c.wait_all();
+  RunResult r;
+  r.seconds = seconds_since(t0);
+  r.frames = frames;
+  r.checksum = ordered_sum(sums);
+  const Tile<float>& last = frame_out[(frames - 1) % 2];
+  r.output.assign(last.data(), last.data() + count);
+  if (writer) writer->close();
+  return r;
+}
+
+RunResult jacobi(Controller& c, int n, int iterations, int copy_every) {
+  if (n <= 0 || iterations < 0 || copy_every <= 0)
+    throw UsageError("jacobi: n and copy_every must be positive and iterations non-negative");
+  const Extent extent{std::size_t(n), std::size_t(n)};
+  const std::size_t count = extent.count();
+  Kernel step = c.kernel("jacobi.cl", "jacobi_step", kBuildOptions);
+  Tile<float> grid[2] = {c.tile<float>(extent, "grid0"), c.tile<float>(extent, "grid1")};
+  const Range range = stencil_range(n, n);
+  c.launch(step, range, in(grid[0]), out(grid[1]), n);  // warm-up
+  c.wait_all();
+  {
+    std::vector<float> init;
+    jacobi_initial_grid(init, n);
+    std::copy(init.begin(), init.end(), grid[0].data());
+  }
+
+  std::vector<double> sums;
+  sums.reserve(std::size_t(iterations / copy_every));
+  const auto t0 = std::chrono::steady_clock::now();
+  c.move_to(grid[0]);
+  int cur = 0;
+  for (int it = 0; it < iterations; ++it) {
+    c.launch(step, range, in(grid[cur]), out(grid[1 - cur]), n);
+    cur = 1 - cur;
+    if ((it + 1) % copy_every != 0) continue;
+    c.move_from(grid[cur]);
+    sums.push_back(0.0);
+    Tile<float> g = grid[cur];
+    const std::size_t k = sums.size() - 1;
+    c.host_task("sum snapshot " + std::to_string(k), [g, count, &sums, k] { sums[k] = host_sum(g.data(), count); },
+                in(g));
+  }
+  if (iterations % copy_every != 0 || iterations == 0) c.move_from(grid[cur]);
+  c.wait_all();
+  RunResult r;
+  r.seconds = seconds_since(t0);
+  r.checksum = ordered_sum(sums);
+  r.output.assign(grid[cur].data(), grid[cur].data() + count);
+  return r;
+}
+
+RunResult matpow(Controller& c, int n, int products) {
+  if (n <= 0 || products <= 0 || n % kMatmulTile != 0)
+    throw UsageError("matpow: n must be a positive multiple of " + std::to_string(kMatmulTile) +
+                     " and products positive (got n = " + std::to_string(n) + ", products = " + std::to_string(products) + ")");
+  const Extent extent{std::size_t(n), std::size_t(n)};
+  const std::size_t count = extent.count();
+  Kernel mm = c.kernel("matmul.cl", "matmul_tiled", kBuildOptions);
+  auto a = c.tile<float>(extent, "A");
+  Tile<float> p[2] = {c.tile<float>(extent, "P0"), c.tile<float>(extent, "P1")};
+  const Range range = Range(std::size_t(n), std::size_t(n / kMatmulWpt)).local(kMatmulTile, kMatmulTile / kMatmulWpt);
+  c.launch(mm, range, in(a), in(a), out(p[0]), n);  // warm-up
+  c.wait_all();
+  {
+    std::vector<float> input;
+    matpow_input(input, n);
+    std::copy(input.begin(), input.end(), a.data());
+  }
+
+  std::vector<double> norms(std::size_t(products), 0.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.move_to(a);
+  for (int k = 1; k <= products; ++k) {
+    const int dst = (k - 1) % 2;
+    c.launch(mm, range, in(k == 1 ? a : p[1 - dst]), in(a), out(p[dst]), n);
+    c.move_from(p[dst]);
+    Tile<float> pk = p[dst];
+    c.host_task("norm P" + std::to_string(k), [pk, count, &norms, k] {
+      norms[std::size_t(k - 1)] = frobenius_norm(pk.data(), count);
+    }, in(pk));
+  }
+  c.wait_all();
+  RunResult r;
+  r.seconds = seconds_since(t0);
+  r.checksum = ordered_sum(norms);
+  const Tile<float>& last = p[(products - 1) % 2];
+  r.output.assign(last.data(), last.data() + count);
+  return r;
+}
+
+}  // namespace hetflow::workloads

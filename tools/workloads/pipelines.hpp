@@ -1,0 +1,38 @@
+// The papers' streaming workloads written on hetflow (DESIGN.md Appendix B): the same kernels,
+// inputs, launch geometry and host work as the hand-written versions in perf/native/, so their
+// outputs and checksums are bit-identical; only who orders the commands differs.
+#pragma once
+#include <hetflow/controller.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hetflow::workloads {
+
+struct RunResult {
+  double seconds = 0;          // the timed loop: set-up and warm-up launches are outside it
+  std::vector<float> output;   // Sobel: last frame's result; Jacobi: final grid; matpow: final product
+  double checksum = 0;         // as native::Result::checksum
+  int frames = 0;              // Sobel: frames processed
+};
+
+struct SobelRun {
+  int width = 0, height = 0, frames = 0;
+  std::string input;   // a .y4m file (its luma plane) instead of generated frames; its size wins
+  std::string output;  // write each result as a .y4m frame
+};
+
+// Per frame i (two slots, so frame i+1's host read and H2D overlap frame i's kernels, 004 Fig. 4):
+// host task "read" → move_to → rows → col_smooth, col_diff → magnitude → move_from → host task
+// "write". Every edge is inferred from the declared accesses.
+RunResult sobel(Controller& c, const SobelRun& run);
+// 4-point Jacobi on an n×n grid; every `copy_every` iterations the grid goes to the host and a host
+// task sums it.
+RunResult jacobi(Controller& c, int n, int iterations, int copy_every = 10);
+// P_1 = A·A, P_{k+1} = P_k·A; after each product, D2H and a host task computes its norm.
+RunResult matpow(Controller& c, int n, int products);
+
+// Frames in a .y4m file (reads it through once).
+int count_y4m_frames(const std::string& path);
+
+}  // namespace hetflow::workloads
