@@ -44,7 +44,8 @@ void Engine::dispatch(const RequestPtr& r) {
     untracked_.push_back(r);
   }
   for (const auto& e : edge_scratch_)
-    if (std::find(preds.begin(), preds.end(), e.from) == preds.end()) preds.push_back(e.from);
+    if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(recording && is_done(e.from)))
+      preds.push_back(e.from);
   if (recording) {
     for (const auto& e : edge_scratch_) {
       const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(),

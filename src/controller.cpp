@@ -2,6 +2,8 @@
 // submitting call, before anything runs) and hands it to the engine.
 #include <hetflow/controller.hpp>
 
+#include <hetflow/dump.hpp>
+
 #include <map>
 
 #include "engine.hpp"
@@ -45,7 +47,15 @@ Policy parse_policy(const std::string& text) {
 }
 
 Controller::Controller(const ControllerOptions& options) : engine_(std::make_unique<detail::Engine>(options)) {}
-Controller::~Controller() = default;
+Controller::~Controller() {
+  // Everything submitted finishes first; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
+  try {
+    engine_->wait_all();
+  } catch (const std::exception&) {
+    // already logged by the engine; a destructor must not throw
+  }
+  if (engine_->recording) write_env_dumps(*this);
+}
 
 const DeviceInfo& Controller::device() const { return engine_->choice.device; }
 const std::string& Controller::device_reason() const { return engine_->choice.reason; }

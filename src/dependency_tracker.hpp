@@ -78,7 +78,7 @@ class DependencyTracker {
     for (auto& list : it->second) {
       prune(list, is_done);
       for (const auto& e : list)
-        if (std::find(out.begin(), out.end(), e.who) == out.end()) out.push_back(e.who);
+        if (std::find(out.begin(), out.end(), e.who) == out.end() && !is_done(e.who)) out.push_back(e.who);
     }
   }
 
@@ -96,6 +96,10 @@ class DependencyTracker {
 
   void forget(std::uint64_t tile) { lists_.erase(tile); }
 
+  // Keep completed accesses (up to a bound per list) so their edges still show in a recorded
+  // task graph; the caller then drops completed predecessors itself.
+  void keep_completed(bool keep) { keep_completed_ = keep; }
+
   // Outstanding accesses recorded, over all tiles (what must stay flat over a long run).
   std::size_t size() const {
     std::size_t n = 0;
@@ -111,9 +115,12 @@ class DependencyTracker {
     const char* slot;
   };
   template <class IsDone>
-  static void prune(std::vector<Entry>& list, IsDone& is_done) {
+  void prune(std::vector<Entry>& list, IsDone& is_done) const {
+    if (keep_completed_ && list.size() < kKeptCompleted) return;
     list.erase(std::remove_if(list.begin(), list.end(), [&](const Entry& e) { return is_done(e.who); }), list.end());
   }
+  static constexpr std::size_t kKeptCompleted = 32;
+  bool keep_completed_ = false;
   std::unordered_map<std::uint64_t, std::array<std::vector<Entry>, 2>> lists_;
 };
 

@@ -82,6 +82,7 @@ Engine::Engine(const ControllerOptions& options)
     queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
+  tracker_.keep_completed(recording);
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s)", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count);
@@ -101,18 +102,22 @@ Engine::~Engine() {
 }
 
 void Engine::calibrate_clock() {
-  // OpenCL profiling counters run on the device's clock; a marker's end seen just after its wait
-  // returns bounds the offset from above, so the smallest of a few tries is the tightest.
-  std::int64_t best = INT64_MAX;
-  for (int i = 0; i < 5; ++i) {
+  // OpenCL profiling counters run on the device's clock. For a marker, the host time just before
+  // its enqueue precedes its QUEUED stamp and the host time after its wait follows its END stamp,
+  // which brackets the offset; the midpoint of the tightest bracket over a few tries is used.
+  std::int64_t lower = INT64_MIN, upper = INT64_MAX;
+  for (int i = 0; i < 8; ++i) {
     cl::Event marker;
+    const std::int64_t before = now_ns();
     queues[0].enqueueMarkerWithWaitList(nullptr, &marker);
     marker.wait();
-    const std::int64_t host = now_ns();
+    const std::int64_t after = now_ns();
+    const auto queued = std::int64_t(marker.getProfilingInfo<CL_PROFILING_COMMAND_QUEUED>());
     const auto end = std::int64_t(marker.getProfilingInfo<CL_PROFILING_COMMAND_END>());
-    best = std::min(best, host - end);
+    lower = std::max(lower, before - queued);
+    upper = std::min(upper, after - end);
   }
-  device_to_host_offset_ns_ = best;
+  device_to_host_offset_ns_ = lower <= upper ? lower + (upper - lower) / 2 : upper;
 }
 
 std::int64_t Engine::now_ns() const {

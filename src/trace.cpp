@@ -163,6 +163,8 @@ double number(const json& ev, const char* key, std::size_t index) {
   return it->get<double>();
 }
 
+bool is_id(const json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0); }
+
 int tid_of(const json& ev) {
   auto it = ev.find("tid");
   return it != ev.end() && it->is_number_integer() ? it->get<int>() : 0;
@@ -228,7 +230,7 @@ TraceSummary summarize(const std::string& text) {
     if (dur < 0) bad("traceEvents[" + std::to_string(i) + "] has a negative \"dur\"");
     const json args = ev.value("args", json::object());
     Slice s;
-    s.id = args.contains("id") && args["id"].is_number_unsigned() ? args["id"].get<std::uint64_t>() : std::uint64_t(i);
+    s.id = args.contains("id") && is_id(args["id"]) ? args["id"].get<std::uint64_t>() : std::uint64_t(i);
     s.name = ev.value("name", "");
     s.kind = args.contains("kind") && args["kind"].is_string() ? args["kind"].get<std::string>() : ev.value("cat", "");
     s.tid = tid_of(ev);
@@ -305,8 +307,7 @@ TraceSummary summarize(const std::string& text) {
       embedded = &(*h)["edges"];
   if (embedded) {
     for (const auto& e : *embedded) {
-      if (!e.is_object() || !e.contains("from") || !e.contains("to") || !e["from"].is_number_unsigned() ||
-          !e["to"].is_number_unsigned())
+      if (!e.is_object() || !e.contains("from") || !e.contains("to") || !is_id(e["from"]) || !is_id(e["to"]))
         bad("an edge of the embedded \"hetflow\" dump lacks integer \"from\"/\"to\"");
       auto a = by_id.find(e["from"].get<std::uint64_t>()), b = by_id.find(e["to"].get<std::uint64_t>());
       if (a != by_id.end() && b != by_id.end()) add_edge(a->second, b->second);

@@ -5,8 +5,10 @@
 #include <hetflow/box.hpp>
 #include <hetflow/controller.hpp>
 #include <hetflow/device.hpp>
+#include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>
 #include <hetflow/tile.hpp>
+#include <hetflow/trace.hpp>

@@ -94,6 +94,10 @@ std::string beside(const std::string& file, const std::string& ext) {
   return (has_ext && file.substr(dot) == ".json" ? file.substr(0, dot) : file) + ext;
 }
 
+std::string counted(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 struct DumpArgs {
   std::string file, svg, png, dot;
   bool hide_redundant = false;
@@ -118,11 +122,13 @@ void run_dump(const DumpArgs& a) {
   std::string by_kind;
   for (const auto& [k, n] : kinds) by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(n) + " " + k;
   std::string hidden;
-  if (a.hide_redundant) hidden = " (" + std::to_string(redundant_edges(records).size()) + " node pairs hidden as redundant)";
-  std::printf("%s: %zu nodes (%s), %zu edges%s, %zu failed, %zu cancelled, %zu pending — %s, %s\n", a.file.c_str(),
-              records.size(), by_kind.empty() ? "none" : by_kind.c_str(), edges, hidden.c_str(), failed, cancelled,
-              pending, info.device.empty() ? "unknown device" : info.device.c_str(),
+  if (a.hide_redundant) hidden = " (" + counted(redundant_edges(records).size(), "node pair") + " hidden as redundant)";
+  std::printf("%s: %s (%s), %s%s, %zu failed, %zu cancelled, %zu pending — %s, %s\n", a.file.c_str(),
+              counted(records.size(), "node").c_str(), by_kind.empty() ? "none" : by_kind.c_str(),
+              counted(edges, "edge").c_str(), hidden.c_str(), failed, cancelled, pending,
+              info.device.empty() ? "unknown device" : info.device.c_str(),
               info.policy.empty() ? "unknown policy" : info.policy.c_str());
+  std::fflush(stdout);  // before any error about rendering, which goes to stderr
 
   const bool none = a.svg_opt->count() == 0 && a.png_opt->count() == 0 && a.dot_opt->count() == 0;
   if (a.dot_opt->count()) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole GPU-host measurement in one go (see perf/RESULTS.md): run on the device machine from
+# the repository root with the bundle made by perf/make-bundle.sh carried along.
+#   bash perf/run-gpu.sh [BUNDLE=bundle]     logs go to $OUT (or /tmp/hetflow-out), a table last
+set -uo pipefail
+B=${1:-bundle}
+OUT=${OUT:-/tmp/hetflow-out}
+L=/tmp/hetflow-logs  # every log; $OUT gets a tarball of them (the device tool returns few files)
+mkdir -p "$OUT" "$L"
+export LD_LIBRARY_PATH=$B/lib HETFLOW_KERNEL_PATH=$B/kernels_cl
+# The GPU host's ICD directory lists only PoCL; register NVIDIA's OpenCL driver beside it.
+mkdir -p /tmp/vendors
+cp /etc/OpenCL/vendors/*.icd /tmp/vendors/ 2>/dev/null
+echo libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/vendors
+log() { echo "== $*" | tee -a "$L/summary.txt"; }
+run() { local name=$1; shift; log "$name: $*"; "$@" > "$L/$name.log" 2>&1; local rc=$?; tail -n 4 "$L/$name.log" | tee -a "$L/summary.txt"; echo "rc=$rc" | tee -a "$L/summary.txt"; }
+
+date -u +%Y-%m-%dT%H:%MZ | tee "$L/summary.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$L/summary.txt"
+$B/bin/hetflow devices | tee "$L/devices.log"
+export HETFLOW_DEVICE=nvidia
+run appendix_a $B/bin/test_appendix_a
+run errors $B/bin/test_errors
+[ -x $B/bin/test_random_programs ] && run random $B/bin/test_random_programs
+run overhead_nvidia $B/bin/bench_overhead 20000 7
+HETFLOW_DEVICE=pocl run overhead_pocl $B/bin/bench_overhead 20000 7
+run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
+run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
+run sobel_16k $B/bin/bench_workloads sobel 16k 100 5
+run jacobi $B/bin/bench_workloads jacobi 16384 300 5
+run matpow $B/bin/bench_workloads matpow 8192 10 5
+if $B/bin/hetflow --help | grep -q dump; then
+  run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
+  $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
+fi
+run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
+echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
+grep -h -A3 "perf/overhead" "$L"/overhead_*.log
+tar czf "$OUT/logs.tgz" -C "$L" .
+cp "$L/summary.txt" "$OUT/"

@@ -1,0 +1,696 @@
+// Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (DESIGN.md §6): the pure
+// formats on hand-made records and traces, then dumps of the Appendix A cases run on the device.
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <hetflow/dump.hpp>
+#include <hetflow/trace.hpp>
+#include <nlohmann/json.hpp>
+
+#include "process.hpp"
+#include "support.hpp"
+
+using hetflow::Controller;
+using hetflow::EdgeRecord;
+using hetflow::Policy;
+using hetflow::Range;
+using hetflow::RequestRecord;
+using hetflow::Tile;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t short_n = 1000;
+constexpr std::size_t long_n = 10'000'000;
+
+// Files the tests write and the CLI reads: one folder per suite in the build tree.
+fs::path out_dir() {
+  const fs::path dir = fs::path(HETFLOW_TEST_BINARY_DIR) / "test_dumps_out";
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) { return hetflow::detail::read_text_file(p.string(), "test file"); }
+
+void spit(const fs::path& p, const std::string& text) { hetflow::detail::write_text_file(p.string(), text, "test file"); }
+
+test::CommandResult cli(const std::string& args) { return test::run_command(std::string(HETFLOW_CLI_PATH) + " " + args); }
+
+// A path as one shell word.
+std::string quoted(const fs::path& p) {
+  std::string out(1, '\'');
+  for (char ch : p.string()) {
+    if (ch == '\'')
+      out.append("'\\''");
+    else
+      out.push_back(ch);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+RequestRecord node(std::uint64_t id, std::string kind, std::string name, std::string lane, std::int64_t start,
+                   std::int64_t end, std::string status = "done") {
+  RequestRecord r;
+  r.id = id;
+  r.kind = std::move(kind);
+  r.name = std::move(name);
+  r.lane = std::move(lane);
+  r.status = std::move(status);
+  r.submit_ns = start >= 0 ? start - 5 : 0;
+  r.start_ns = start;
+  r.end_ns = end;
+  return r;
+}
+
+EdgeRecord edge(std::uint64_t from, std::uint64_t to, std::string hazard = "RAW", std::string tile = "a") {
+  EdgeRecord e;
+  e.from = from;
+  e.to = to;
+  e.hazard = std::move(hazard);
+  e.tile = std::move(tile);
+  e.image = "device";
+  e.region = hetflow::Box{{0, 0, 0}, {1000, 1, 1}};
+  e.dims = 1;
+  e.from_slot = "offloading_write";
+  e.to_slot = "kernel_read";
+  return e;
+}
+
+// The edges of a parsed dump from `from` to `to` (node ids).
+std::vector<json> edges_between(const json& dump, std::uint64_t from, std::uint64_t to) {
+  std::vector<json> out;
+  for (const auto& e : dump["edges"])
+    if (e["from"] == from && e["to"] == to) out.push_back(e);
+  return out;
+}
+
+// The id of the nth node named `name`.
+std::uint64_t id_of(const json& dump, const std::string& name, int nth = 0) {
+  for (const auto& n : dump["nodes"])
+    if (n["name"] == name && nth-- == 0) return n["id"].get<std::uint64_t>();
+  FAIL("no node named " << name);
+  return 0;
+}
+
+// The same kernel and controller set-up as tests/test_appendix_a.cpp.
+struct Case {
+  explicit Case(Policy p) : c(test::options(p, 1)), k(c.kernel("hetflow_test.cl", "copy_loop")) {}
+  void K(Tile<float>& a, Tile<float>& b, int repeat) {
+    c.launch(k, Range(64).local(64), hetflow::in(a), hetflow::out(b), int(a.size()), repeat);
+  }
+  Controller c;
+  hetflow::Kernel k;
+};
+
+const Policy policies[] = {Policy::async, Policy::sync};
+
+}  // namespace
+
+// ---- pure formats ----------------------------------------------------------------------------
+
+TEST_CASE("to_json writes the documented schema and from_json reads it back") {
+  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 100, 200), node(2, "kernel", "k", "kernel0", 250, 900),
+                                  node(3, "host", "check \"x\"", "host0", -1, -1, "cancelled")};
+  recs[1].in_edges.push_back(edge(1, 2));
+  EdgeRecord e2 = edge(2, 3, "RAW", "img");
+  e2.image = "host";
+  e2.region = hetflow::Box{{2, 3, 0}, {4, 5, 1}};
+  e2.dims = 2;
+  e2.from_slot = "offloading_read";
+  e2.to_slot = "host_read";
+  recs[2].in_edges.push_back(e2);
+  recs[2].error = "not run: request #2 'k' that it depends on failed\nsecond line";
+  hetflow::GraphInfo info{"Some Device", "async", {{"kernel_queues", "2"}}};
+
+  const std::string text = hetflow::to_json(recs, info);
+  const json j = json::parse(text);
+  CHECK(j["format"] == "hetflow-dump");
+  CHECK(j["version"] == 1);
+  CHECK(j["device"] == "Some Device");
+  CHECK(j["policy"] == "async");
+  CHECK(j["options"]["kernel_queues"] == "2");
+  REQUIRE(j["nodes"].size() == 3);
+  const json& n = j["nodes"][1];
+  for (const char* key : {"id", "kind", "name", "lane", "submit_ns", "start_ns", "end_ns", "status", "error"})
+    CHECK_MESSAGE(n.contains(key), key);
+  CHECK(n["start_ns"] == 250);
+  REQUIRE(j["edges"].size() == 2);
+  const json& e = j["edges"][1];
+  for (const char* key : {"from", "to", "hazard", "tile", "image", "region", "from_slot", "to_slot"})
+    CHECK_MESSAGE(e.contains(key), key);
+  CHECK(e["region"]["offset"] == json::array({2, 3}));
+  CHECK(e["region"]["size"] == json::array({4, 5}));
+
+  const auto [back, back_info] = hetflow::from_json(text);
+  CHECK(back_info.device == info.device);
+  CHECK(back_info.policy == info.policy);
+  CHECK(back_info.options == info.options);
+  REQUIRE(back.size() == recs.size());
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(back[i].id == recs[i].id);
+    CHECK(back[i].kind == recs[i].kind);
+    CHECK(back[i].name == recs[i].name);
+    CHECK(back[i].lane == recs[i].lane);
+    CHECK(back[i].status == recs[i].status);
+    CHECK(back[i].error == recs[i].error);
+    CHECK(back[i].submit_ns == recs[i].submit_ns);
+    CHECK(back[i].start_ns == recs[i].start_ns);
+    CHECK(back[i].end_ns == recs[i].end_ns);
+    REQUIRE(back[i].in_edges.size() == recs[i].in_edges.size());
+    for (std::size_t k = 0; k < recs[i].in_edges.size(); ++k) {
+      const auto &x = back[i].in_edges[k], &y = recs[i].in_edges[k];
+      CHECK(x.from == y.from);
+      CHECK(x.to == y.to);
+      CHECK(x.hazard == y.hazard);
+      CHECK(x.tile == y.tile);
+      CHECK(x.image == y.image);
+      CHECK(x.region == y.region);
+      CHECK(x.dims == y.dims);
+      CHECK(x.from_slot == y.from_slot);
+      CHECK(x.to_slot == y.to_slot);
+    }
+  }
+}
+
+TEST_CASE("from_json says what is wrong with a file that is not a dump") {
+  auto message = [](const std::string& text) {
+    try {
+      hetflow::from_json(text);
+    } catch (const hetflow::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message("{ not json").find("not JSON") != std::string::npos);
+  CHECK(message(R"({"format":"something-else","version":1,"nodes":[],"edges":[]})").find("\"format\" is \"something-else\"") !=
+        std::string::npos);
+  CHECK(message(R"({"nodes":[],"edges":[]})").find("no \"format\"") != std::string::npos);
+  CHECK(message(R"({"format":"hetflow-dump","version":7,"nodes":[],"edges":[]})").find("version") != std::string::npos);
+  CHECK(message(R"({"format":"hetflow-dump","version":1,"edges":[]})").find("\"nodes\"") != std::string::npos);
+  CHECK(message(R"({"format":"hetflow-dump","version":1,"nodes":[{"id":1}],"edges":[]})").find("nodes[0]") !=
+        std::string::npos);
+  const std::string dangling =
+      R"({"format":"hetflow-dump","version":1,"nodes":[],"edges":[{"from":1,"to":2,"hazard":"RAW","tile":"a","image":"host",)"
+      R"("region":{"offset":[0],"size":[1]},"from_slot":"x","to_slot":"y"}]})";
+  CHECK(message(dangling).find("not in \"nodes\"") != std::string::npos);
+  // load_dump names the file.
+  const fs::path missing = out_dir() / "no-such-dump.json";
+  try {
+    hetflow::load_dump(missing.string());
+    FAIL("load_dump of a missing file did not throw");
+  } catch (const hetflow::Error& e) {
+    CHECK(std::string(e.what()).find(missing.string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("to_dot colours nodes by kind, marks failed and cancelled ones, and labels edges") {
+  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 10), node(2, "kernel", "k", "kernel0", 10, 20, "failed"),
+                                  node(3, "D2H", "move_from(b)", "D2H", -1, -1, "cancelled"),
+                                  node(4, "host", "h", "host0", 30, 40), node(5, "wait", "wait_all", "wait", -1, 50)};
+  recs[1].error = "CL_OUT_OF_RESOURCES";
+  recs[1].in_edges.push_back(edge(1, 2));
+  EdgeRecord kb = edge(2, 3, "RAW", "b");
+  kb.from_slot = "kernel_write";
+  kb.to_slot = "offloading_read";
+  recs[2].in_edges.push_back(kb);
+  const std::string dot = hetflow::to_dot(recs, {"dev", "async", {}});
+  CHECK(dot.rfind("digraph", 0) == 0);
+  CHECK(dot.find("label=\"RAW a [0:1000) offloading_write→kernel_read\"") != std::string::npos);
+  CHECK(dot.find("label=\"RAW b [0:1000) kernel_write→offloading_read\"") != std::string::npos);
+  // One fill colour per kind.
+  std::set<std::string> fills;
+  const std::regex fill_re("fillcolor=\"(#[0-9a-f]{6})\"");
+  for (auto it = std::sregex_iterator(dot.begin(), dot.end(), fill_re); it != std::sregex_iterator(); ++it)
+    fills.insert((*it)[1]);
+  CHECK(fills.size() == 5);
+  auto node_line = [&](int id) {
+    const auto at = dot.find("  n" + std::to_string(id) + " [");
+    REQUIRE(at != std::string::npos);
+    return dot.substr(at, dot.find('\n', at) - at);
+  };
+  CHECK(node_line(2).find("color=\"#e03131\"") != std::string::npos);  // failed: red border
+  CHECK(node_line(2).find("CL_OUT_OF_RESOURCES") != std::string::npos);
+  CHECK(node_line(3).find("dashed") != std::string::npos);  // cancelled: dashed
+  CHECK(node_line(1).find("dashed") == std::string::npos);
+  CHECK(node_line(1).find("#e03131") == std::string::npos);
+}
+
+TEST_CASE("hide_redundant hides A→C beside A→B→C, and only when asked") {
+  std::vector<RequestRecord> recs{node(1, "H2D", "A", "H2D", 0, 1), node(2, "kernel", "B", "kernel0", 1, 2),
+                                  node(3, "D2H", "C", "D2H", 2, 3)};
+  recs[1].in_edges.push_back(edge(1, 2, "RAW", "a"));
+  recs[2].in_edges.push_back(edge(2, 3, "RAW", "b"));
+  recs[2].in_edges.push_back(edge(1, 3, "WAR", "c"));
+  using Pair = std::pair<std::uint64_t, std::uint64_t>;
+  CHECK(hetflow::redundant_edges(recs) == std::vector<Pair>{{1, 3}});
+  const std::string all = hetflow::to_dot(recs, {});
+  CHECK(all.find("n1 -> n3") != std::string::npos);
+  CHECK(all.find("n1 -> n2") != std::string::npos);
+  CHECK(all.find("n2 -> n3") != std::string::npos);
+  const std::string reduced = hetflow::to_dot(recs, {}, hetflow::DotOptions{true});
+  CHECK(reduced.find("n1 -> n3") == std::string::npos);
+  CHECK(reduced.find("n1 -> n2") != std::string::npos);
+  CHECK(reduced.find("n2 -> n3") != std::string::npos);
+}
+
+namespace {
+// A hand-made trace (µs): H2D [0,10) [20,30) [60,62), kernel0 [10,40), D2H [45,50), and a wait
+// over all of it. Busy: H2D 22, kernel0 30, D2H 5; any lane 47; overlap [20,30) = 10; idle gaps
+// [40,45) and [50,60); critical path 1→2→4→5 = 10+30+5+2 = 47 of a 62 µs wall.
+json hand_trace(bool embed_edges) {
+  json ev = json::array();
+  const std::pair<int, const char*> lanes[] = {{1, "H2D"}, {10, "kernel0"}, {2, "D2H"}, {2000000, "wait"}};
+  for (const auto& [tid, name] : lanes)
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}});
+  struct S {
+    int id, tid;
+    double ts, dur;
+    const char* kind;
+  };
+  const S slices[] = {{1, 1, 0, 10, "H2D"},  {2, 10, 10, 30, "kernel"}, {3, 1, 20, 10, "H2D"},
+                      {4, 2, 45, 5, "D2H"}, {5, 1, 60, 2, "H2D"},      {6, 2000000, 0, 62, "wait"}};
+  for (const auto& s : slices)
+    ev.push_back({{"ph", "X"}, {"name", "r" + std::to_string(s.id)}, {"pid", 1}, {"tid", s.tid}, {"ts", s.ts},
+                  {"dur", s.dur}, {"args", {{"id", s.id}, {"kind", s.kind}, {"status", "done"}}}});
+  const std::pair<int, int> edges[] = {{1, 2}, {1, 3}, {2, 4}, {3, 4}, {4, 5}};
+  json doc{{"traceEvents", ev}};
+  if (embed_edges) {
+    json e = json::array();
+    for (const auto& [from, to] : edges) e.push_back({{"from", from}, {"to", to}});
+    doc["hetflow"] = {{"nodes", json::array()}, {"edges", e}};
+  } else {
+    int flow = 0;
+    for (const auto& [from, to] : edges) {
+      const S& a = slices[from - 1];
+      const S& b = slices[to - 1];
+      ++flow;
+      doc["traceEvents"].push_back({{"ph", "s"}, {"id", flow}, {"cat", "hazard"}, {"name", "RAW"}, {"pid", 1},
+                                    {"tid", a.tid}, {"ts", a.ts + a.dur / 2}});
+      doc["traceEvents"].push_back({{"ph", "f"}, {"bp", "e"}, {"id", flow}, {"cat", "hazard"}, {"name", "RAW"},
+                                    {"pid", 1}, {"tid", b.tid}, {"ts", b.ts + b.dur / 2}});
+    }
+  }
+  return doc;
+}
+
+void check_hand_summary(const hetflow::TraceSummary& s) {
+  CHECK(s.first_start_ns == 0);
+  CHECK(s.last_end_ns == 62'000);
+  CHECK(s.wall_ns == 62'000);
+  std::map<std::string, std::int64_t> busy;
+  for (const auto& l : s.lanes) busy[l.lane] = l.busy_ns;
+  CHECK(busy == std::map<std::string, std::int64_t>{{"H2D", 22'000}, {"kernel0", 30'000}, {"D2H", 5'000}});
+  CHECK(s.busy_ns == 47'000);
+  CHECK(s.overlap_ns == 10'000);
+  REQUIRE(s.idle_gaps.size() == 2);
+  CHECK(s.idle_ns == 15'000);
+  CHECK(s.largest_idle_ns == 10'000);
+  CHECK(s.waiting_ns == 62'000);
+  CHECK(s.critical_path_ns == 47'000);
+  std::vector<std::uint64_t> path;
+  for (const auto& p : s.critical_path) path.push_back(p.id);
+  CHECK(path == std::vector<std::uint64_t>{1, 2, 4, 5});
+  CHECK(s.critical_path_share == doctest::Approx(47.0 / 62.0));
+}
+}  // namespace
+
+TEST_CASE("summarize_trace: busy, overlap, gaps and critical path of a hand-made trace") {
+  SUBCASE("edges from an embedded dump") {
+    const auto s = hetflow::summarize_trace(hand_trace(true).dump());
+    CHECK_FALSE(s.edges_from_flows);
+    check_hand_summary(s);
+  }
+  SUBCASE("edges from the flow arrows") {
+    const auto s = hetflow::summarize_trace(hand_trace(false).dump());
+    CHECK(s.edges_from_flows);
+    check_hand_summary(s);
+  }
+  SUBCASE("the bare array form") {
+    const auto s = hetflow::summarize_trace(hand_trace(false)["traceEvents"].dump());
+    check_hand_summary(s);
+  }
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(hetflow::summarize_trace("[1, 2"), doctest::Contains("not JSON"), hetflow::Error);
+    CHECK_THROWS_WITH_AS(hetflow::summarize_trace(R"({"nodes": []})"), doctest::Contains("traceEvents"), hetflow::Error);
+  }
+}
+
+// ---- dumps of real runs ------------------------------------------------------------------------
+
+TEST_CASE("T-03 dump: H2D a → kernel → D2H b, RAW on the device images") {
+  // The engine records an edge only to a request still outstanding when the later one is
+  // dispatched (completed accesses are pruned), so tile a is long here: its H2D is certain to be
+  // running when the kernel is submitted, where a 4 KB one may already be done. Async only: under
+  // sync move_to(a) has returned, done, before the kernel is submitted.
+  Case t(Policy::async);
+  auto a = t.c.tile<float>(long_n, "a");
+  auto b = t.c.tile<float>(short_n, "b");
+  test::change(t.c, a, 1.0f);
+  test::change(t.c, b, 0.0f);
+  t.c.wait_all();
+  t.c.move_to(a);
+  t.c.launch(t.k, Range(64).local(64), hetflow::in(a), hetflow::out(b), int(short_n), 2000);
+  t.c.move_from(b);
+  t.c.wait_all();
+  REQUIRE(test::all_equal(b, 1.0f));
+
+  const fs::path dir = out_dir();
+  hetflow::write_dump_json(t.c, (dir / "t03.json").string());
+  hetflow::write_dump_dot(t.c, (dir / "t03.dot").string());
+  const json dump = json::parse(slurp(dir / "t03.json"));
+  CHECK(dump["format"] == "hetflow-dump");
+  CHECK(dump["policy"] == "async");
+  CHECK(dump["device"] == t.c.device().name);
+  const auto h2d = id_of(dump, "move_to(a)"), k = id_of(dump, "copy_loop"), d2h = id_of(dump, "move_from(b)");
+  for (const auto& n : dump["nodes"]) {
+    CHECK(n["status"] == "done");
+    if (n["id"] == k) {
+      CHECK(n["kind"] == "kernel");
+      CHECK(n["lane"] == "kernel0");
+    }
+  }
+
+  const auto in = edges_between(dump, h2d, k);
+  REQUIRE(in.size() == 1);
+  CHECK(in[0]["hazard"] == "RAW");
+  CHECK(in[0]["tile"] == "a");
+  CHECK(in[0]["image"] == "device");
+  CHECK(in[0]["from_slot"] == "offloading_write");
+  CHECK(in[0]["to_slot"] == "kernel_read");
+  CHECK(in[0]["region"]["size"] == json::array({long_n}));
+  const auto out = edges_between(dump, k, d2h);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0]["hazard"] == "RAW");
+  CHECK(out[0]["tile"] == "b");
+  CHECK(out[0]["image"] == "device");
+  CHECK(out[0]["from_slot"] == "kernel_write");
+  CHECK(out[0]["to_slot"] == "offloading_read");
+  CHECK(edges_between(dump, h2d, d2h).empty());
+
+  const std::string dot = slurp(dir / "t03.dot");
+  CHECK(dot.find("n" + std::to_string(h2d) + " -> n" + std::to_string(k) + " [label=\"RAW a [0:10000000) offloading_write→kernel_read\"") !=
+        std::string::npos);
+  CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(d2h) + " [label=\"RAW b [0:1000) kernel_write→offloading_read\"") !=
+        std::string::npos);
+  // Graphviz accepts it.
+  const auto r = test::run_command("dot -Tsvg " + quoted(dir / "t03.dot") + " -o " + quoted(dir / "t03.svg"));
+  CHECK_MESSAGE(r.status == 0, r.output);
+  CHECK(slurp(dir / "t03.svg").find("<svg") != std::string::npos);
+}
+
+TEST_CASE("T-07 dump: the WAR edge from the kernel reading a to the second move_to(a)") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Case t(p);
+    auto a = t.c.tile<float>(short_n, "a");
+    auto b = t.c.tile<float>(short_n, "b");
+    test::fill(a, 1.0f);
+    test::fill(b, 0.0f);
+    t.c.move_to(a);
+    t.c.wait_all();
+    test::change(t.c, a, 2.0f);
+    t.c.wait_all();
+    t.K(a, b, 20000);
+    t.c.move_to(a);
+    t.c.move_from(b);
+    t.c.move_from(a);
+    t.c.wait_all();
+    REQUIRE(test::all_equal(a, 2.0f));
+
+    const json dump = json::parse(hetflow::to_json(t.c.records(), hetflow::graph_info(t.c)));
+    const auto k = id_of(dump, "copy_loop"), h2d = id_of(dump, "move_to(a)", 1);
+    const auto war = edges_between(dump, k, h2d);
+    REQUIRE(war.size() == 1);
+    CHECK(war[0]["hazard"] == "WAR");
+    CHECK(war[0]["tile"] == "a");
+    CHECK(war[0]["image"] == "device");
+    CHECK(war[0]["from_slot"] == "kernel_read");
+    CHECK(war[0]["to_slot"] == "offloading_write");
+    const std::string dot = hetflow::to_dot(t.c.records(), hetflow::graph_info(t.c));
+    CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(h2d) + " [label=\"WAR a [0:1000) kernel_read→offloading_write\"") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("trace: valid Chrome JSON, every timed request on its lane's track at the dump's times") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Case t(p);
+    auto a = t.c.tile<float>(short_n, "a");
+    auto b = t.c.tile<float>(short_n, "b");
+    test::change(t.c, a, 1.0f);
+    t.c.move_to(a);
+    t.K(a, b, 2000);
+    t.c.move_from(b);
+    test::change(t.c, a, 3.0f);
+    t.c.wait_all();
+    REQUIRE(test::all_equal(b, 1.0f));
+
+    const fs::path dir = out_dir();
+    const std::string base = "trace-" + test::policy_name(p);
+    hetflow::write_dump_json(t.c, (dir / (base + ".dump.json")).string());
+    hetflow::write_trace(t.c, (dir / (base + ".json")).string());
+    const json dump = json::parse(slurp(dir / (base + ".dump.json")));
+    const json trace = json::parse(slurp(dir / (base + ".json")));
+    REQUIRE(trace["traceEvents"].is_array());
+
+    std::map<int, std::string> track;
+    std::map<std::uint64_t, json> slice;
+    std::vector<json> flows;
+    for (const auto& ev : trace["traceEvents"]) {
+      REQUIRE(ev.contains("ph"));
+      REQUIRE(ev.contains("pid"));
+      const std::string ph = ev["ph"];
+      if (ph == "M" && ev["name"] == "thread_name") track[ev["tid"].get<int>()] = ev["args"]["name"];
+      if (ph == "X") {
+        CHECK(ev["args"].contains("status"));
+        CHECK(ev["args"].contains("kind"));
+        slice[ev["args"]["id"].get<std::uint64_t>()] = ev;
+      }
+      if (ph == "s" || ph == "f") flows.push_back(ev);
+    }
+    std::set<std::string> lanes;
+    for (const auto& [tid, name] : track) lanes.insert(name);
+    CHECK(lanes.count(p == Policy::async ? "H2D" : "queue"));
+
+    std::size_t timed = 0, timed_edges = 0;
+    for (const auto& n : dump["nodes"]) {
+      const std::int64_t start = n["start_ns"], end = n["end_ns"];
+      if (start < 0) continue;
+      ++timed;
+      CAPTURE(n.dump());
+      const auto it = slice.find(n["id"].get<std::uint64_t>());
+      REQUIRE(it != slice.end());
+      const json& ev = it->second;
+      CHECK(track[ev["tid"].get<int>()] == n["lane"].get<std::string>());
+      CHECK(std::llround(ev["ts"].get<double>() * 1000.0) == start);
+      CHECK(std::llround(ev["dur"].get<double>() * 1000.0) == end - start);
+      CHECK(ev["name"] == n["name"]);
+      CHECK(ev["args"]["status"] == n["status"]);
+    }
+    CHECK(timed >= 5);
+    for (const auto& e : dump["edges"])
+      if (slice.count(e["from"].get<std::uint64_t>()) && slice.count(e["to"].get<std::uint64_t>())) ++timed_edges;
+    CHECK(timed_edges >= 1);
+    CHECK(flows.size() == 2 * timed_edges);
+    // Every arrow end lies inside a slice of its own track, where viewers bind it.
+    for (const auto& f : flows) {
+      const double ts = f["ts"];
+      const int tid = f["tid"];
+      const bool inside = std::any_of(slice.begin(), slice.end(), [&](const auto& kv) {
+        const json& s = kv.second;
+        return s["tid"] == tid && s["ts"].template get<double>() <= ts &&
+               ts <= s["ts"].template get<double>() + s["dur"].template get<double>();
+      });
+      CHECK_MESSAGE(inside, f.dump());
+    }
+    // The summary agrees with the dump: each lane's busy time is at most the sum of its requests.
+    const auto s = hetflow::summarize_trace(trace.dump());
+    CHECK(s.wall_ns > 0);
+    CHECK(!s.critical_path.empty());
+    // Host and device clocks agree only to a few µs, hence the slack.
+    CHECK(s.critical_path_ns <= s.wall_ns + 100'000);
+  }
+}
+
+namespace {
+// T-06 of Appendix A (with the thesis's sync before change(c,0)), traced to `path`.
+void t06_trace(Policy p, const fs::path& path) {
+  Case t(p);
+  auto a = t.c.tile<float>(long_n, "a");
+  auto b = t.c.tile<float>(long_n, "b");
+  auto c = t.c.tile<float>(long_n, "c");
+  auto d = t.c.tile<float>(long_n, "d");
+  test::fill(a, 1.0f);
+  test::fill(b, 0.0f);
+  test::fill(c, 2.0f);
+  test::fill(d, 3.0f);
+  t.c.move_to(a);
+  t.c.move_to(c);
+  t.c.wait_all();
+  test::change(t.c, c, 0.0f);
+  t.c.wait_all();
+  t.K(a, b, 4);
+  t.c.move_from(c);
+  t.c.move_to(d);
+  t.c.move_from(b);
+  t.c.wait_all();
+  REQUIRE(test::all_equal(b, 1.0f));
+  REQUIRE(test::all_equal(c, 2.0f));
+  hetflow::write_trace(t.c, path.string());
+}
+}  // namespace
+
+TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    const fs::path path = out_dir() / ("t06-" + test::policy_name(p) + ".trace.json");
+    t06_trace(p, path);
+
+    const auto text = cli("report " + quoted(path));
+    REQUIRE_MESSAGE(text.status == 0, text.output);
+    MESSAGE(text.output);
+    for (const char* what : {"wall time", "overlap", "idle gaps", "critical path", "copy_loop"})
+      CHECK_MESSAGE(text.output.find(what) != std::string::npos, what);
+
+    const auto js = cli("report --json " + quoted(path));
+    REQUIRE_MESSAGE(js.status == 0, js.output);
+    const json s = json::parse(js.output);
+    CHECK(s["policy"] == test::policy_name(p));
+    CHECK(s["wall_ns"].get<std::int64_t>() > 0);
+    if (p == Policy::async)
+      CHECK(s["overlap_ns"].get<std::int64_t>() > 0);
+    else
+      CHECK(s["overlap_ns"].get<std::int64_t>() == 0);
+    CHECK(s["critical_path_ns"].get<std::int64_t>() > 0);
+    CHECK(s["critical_path_ns"].get<std::int64_t>() <= s["wall_ns"].get<std::int64_t>());
+    std::set<std::string> lanes;
+    for (const auto& l : s["lanes"]) lanes.insert(l["lane"].get<std::string>());
+    if (p == Policy::async) {
+      CHECK(lanes.count("H2D"));
+      CHECK(lanes.count("D2H"));
+      CHECK(lanes.count("kernel0"));
+    } else {
+      CHECK(lanes.count("queue"));
+    }
+  }
+}
+
+TEST_CASE("hetflow dump renders a dump to SVG, PNG and DOT") {
+  std::vector<RequestRecord> recs{node(1, "H2D", "A", "H2D", 0, 1), node(2, "kernel", "B", "kernel0", 1, 2),
+                                  node(3, "D2H", "C", "D2H", 2, 3, "failed")};
+  recs[1].in_edges.push_back(edge(1, 2));
+  recs[2].in_edges.push_back(edge(2, 3));
+  recs[2].in_edges.push_back(edge(1, 3, "WAR"));
+  const fs::path dir = out_dir();
+  const fs::path file = dir / "cli-dump.json";
+  spit(file, hetflow::to_json(recs, {"dev", "async", {}}));
+  fs::remove(dir / "cli-dump.svg");
+
+  auto r = cli("dump " + quoted(file));  // SVG beside the file by default
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("3 nodes") != std::string::npos);
+  CHECK(r.output.find("3 edges") != std::string::npos);
+  CHECK(r.output.find("1 failed") != std::string::npos);
+  CHECK(slurp(dir / "cli-dump.svg").find("<svg") != std::string::npos);
+
+  r = cli("dump " + quoted(file) + " --svg " + quoted(dir / "x.svg") + " --png " + quoted(dir / "x.png") + " --dot " +
+          quoted(dir / "x.dot") + " --hide-redundant");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(slurp(dir / "x.svg").find("<svg") != std::string::npos);
+  CHECK(slurp(dir / "x.png").rfind("\x89PNG", 0) == 0);
+  const std::string dot = slurp(dir / "x.dot");
+  CHECK(dot.find("n1 -> n3") == std::string::npos);
+  CHECK(dot.find("n2 -> n3") != std::string::npos);
+}
+
+TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
+  const fs::path dir = out_dir();
+  const fs::path missing = dir / "missing.json";
+  const fs::path invalid = dir / "invalid.json";
+  const fs::path other = dir / "other.json";
+  spit(invalid, "{ \"format\": ");
+  spit(other, R"({"format": "not-hetflow", "version": 1, "nodes": [], "edges": []})");
+  for (const char* cmd : {"dump", "report"}) {
+    CAPTURE(cmd);
+    auto r = cli(std::string(cmd) + " " + quoted(missing));
+    CHECK(r.status == 1);
+    CHECK(r.output.find(missing.string()) != std::string::npos);
+    CHECK(r.output.find("cannot open") != std::string::npos);
+    r = cli(std::string(cmd) + " " + quoted(invalid));
+    CHECK(r.status == 1);
+    CHECK(r.output.find(invalid.string()) != std::string::npos);
+    CHECK(r.output.find("not JSON") != std::string::npos);
+  }
+  auto r = cli("dump " + quoted(other));
+  CHECK(r.status == 1);
+  CHECK(r.output.find(other.string()) != std::string::npos);
+  CHECK(r.output.find("\"format\" is \"not-hetflow\"") != std::string::npos);
+  r = cli("report " + quoted(other));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("traceEvents") != std::string::npos);
+
+  // Rendering: no Graphviz on PATH, and dot itself failing, each say so.
+  const fs::path good = dir / "render-errors.json";
+  spit(good, hetflow::to_json({node(1, "H2D", "A", "H2D", 0, 1)}, {}));
+  r = test::run_command("PATH=/nonexistent " + std::string(HETFLOW_CLI_PATH) + " dump " + quoted(good));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("Graphviz 'dot' was not found") != std::string::npos);
+  r = cli("dump " + quoted(good) + " --svg " + quoted(dir / "no-such-dir" / "x.svg"));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("'dot -Tsvg' failed") != std::string::npos);
+  CHECK(r.output.find("no-such-dir") != std::string::npos);
+}
+
+TEST_CASE("write_env_dumps writes HETFLOW_DUMP's JSON, DOT and topology, and HETFLOW_TRACE's trace") {
+  const fs::path dir = out_dir() / "env";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path dump = dir / "run.json", trace = dir / "run.trace.json";
+  ::setenv("HETFLOW_DUMP", dump.c_str(), 1);
+  ::setenv("HETFLOW_TRACE", trace.c_str(), 1);
+  {
+    Controller c(Policy::async);  // recording follows the environment
+    REQUIRE(c.recording());
+    auto a = c.tile<float>(short_n, "a");
+    test::change(c, a, 1.0f);
+    c.move_to(a);
+    c.move_from(a);
+    c.wait_all();
+    hetflow::write_env_dumps(c);
+    hetflow::write_env_dumps(c);  // a second controller's files must not overwrite the first's
+    ::unsetenv("HETFLOW_DUMP");
+    ::unsetenv("HETFLOW_TRACE");
+  }
+  std::vector<std::string> dumps, traces;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("trace") != std::string::npos)
+      traces.push_back(name);
+    else if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
+      dumps.push_back(name);
+  }
+  CHECK(dumps.size() >= 2);
+  CHECK(traces.size() >= 2);
+  REQUIRE(fs::exists(dump));
+  const auto [records, info] = hetflow::load_dump(dump.string());
+  CHECK(records.size() >= 4);
+  CHECK(info.policy == "async");
+  CHECK(slurp(dir / "run.dot").rfind("digraph", 0) == 0);
+  CHECK(slurp(dir / "run.topology.dot").find("dispatcher") != std::string::npos);
+  const auto s = hetflow::summarize_trace_file(trace.string());
+  CHECK(s.wall_ns > 0);
+  // A path that cannot be written is logged, not thrown.
+  ::setenv("HETFLOW_DUMP", (dir / "no-such-dir" / "x.json").c_str(), 1);
+  {
+    Controller c(Policy::async);
+    CHECK_NOTHROW(hetflow::write_env_dumps(c));
+    ::unsetenv("HETFLOW_DUMP");
+  }
+}
