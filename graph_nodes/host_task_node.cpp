@@ -7,6 +7,7 @@
 namespace hetflow::detail {
 
 void Engine::run_host(const RequestPtr& r) {
+  host_queued_.fetch_sub(1, std::memory_order_relaxed);
   if (recording) {
     r->start_ns = now_ns();
     r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());
@@ -23,6 +24,7 @@ void Engine::run_host(const RequestPtr& r) {
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;
   finish(*r, outcome, std::move(error));
+  poll_watched();  // a cheap status check while this worker is here anyway
 }
 
 }  // namespace hetflow::detail

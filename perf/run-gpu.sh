@@ -24,7 +24,7 @@ run appendix_a $B/bin/test_appendix_a
 run errors $B/bin/test_errors
 [ -x $B/bin/test_random_programs ] && run random $B/bin/test_random_programs
 run overhead_nvidia $B/bin/bench_overhead 20000 7
-HETFLOW_DEVICE=pocl run overhead_pocl $B/bin/bench_overhead 20000 7
+HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
 run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
 run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
 run sobel_16k $B/bin/bench_workloads sobel 16k 100 5

@@ -193,12 +193,12 @@ void Engine::submit(RequestPtr r) {
 void Engine::wait_request(RequestPtr w) {
   auto* raw = w.get();
   submit(std::move(w));
-  // The waiting thread runs graph tasks (host tasks above all) while there are any, instead of
-  // leaving them to the workers alone; once the graph is idle the rest is device work, whose
-  // completion callback wakes it.
+  // The waiting thread checks the device commands it waits for (callbacks can arrive late) and
+  // runs host tasks that no worker has taken yet, instead of sleeping while they queue.
   while (!raw->released.try_acquire()) {
-    graph_.wait_for_all();
-    if (raw->released.try_acquire_for(std::chrono::microseconds(200))) break;
+    poll_watched();
+    if (host_queued_.load(std::memory_order_relaxed) > 0) graph_.wait_for_all();
+    if (raw->released.try_acquire_for(std::chrono::microseconds(50))) break;
   }
 }
 
@@ -305,6 +305,7 @@ void Engine::ready(const RequestPtr& r) {
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
+  host_queued_.fetch_add(1, std::memory_order_relaxed);
   host_.try_put(r);
 }
 
@@ -363,7 +364,27 @@ void Engine::deliver_from_callback(const std::shared_ptr<void>& hub_ptr, const R
   if (hub->engine) hub->engine->deliver_completion(r);
 }
 
+void Engine::poll_watched() {
+  std::vector<RequestPtr> ended;
+  {
+    std::lock_guard lock(watched_mutex_);
+    std::erase_if(watched_, [&](const RequestPtr& r) {
+      if (r->done_flag.load(std::memory_order_acquire)) return true;
+      cl_int status = CL_QUEUED;
+      clGetEventInfo(r->event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+      if (status > CL_COMPLETE) return false;
+      ended.push_back(r);
+      return true;
+    });
+  }
+  for (const auto& r : ended) on_device_complete(r);
+}
+
 void Engine::watch(const RequestPtr& p) {
+  {
+    std::lock_guard lock(watched_mutex_);
+    watched_.push_back(p);
+  }
   auto* token = new WatchToken{hub_, p};
   const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
   if (err != CL_SUCCESS) {

@@ -58,6 +58,10 @@ class Engine {
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
   void watch(const RequestPtr& device_request);  // register the completion callback once
+  // Checks the watched device commands' status and completes those that ended. Non-blocking: run
+  // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
+  // completion callbacks milliseconds late.
+  void poll_watched();
   void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
   static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
@@ -98,6 +102,10 @@ class Engine {
   Tracker tracker_;
   std::vector<RequestPtr> untracked_;  // requests with no tile access, for wait_all
   std::vector<Tracker::Edge> edge_scratch_;
+
+  std::mutex watched_mutex_;
+  std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete
+  std::atomic<int> host_queued_{0};  // host tasks handed to the graph and not yet started
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;
