@@ -3,6 +3,7 @@
 // (host tasks, waits, frees) to run when their predecessors complete. It never blocks.
 #include "access_plan.hpp"
 #include "engine.hpp"
+#include "log.hpp"
 
 namespace hetflow::detail {
 void Engine::dispatch(const RequestPtr& r) {
@@ -20,6 +21,7 @@ void Engine::dispatch(const RequestPtr& r) {
         std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
         preds.insert(preds.end(), untracked_.begin(), untracked_.end());
       }
+      log().debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, preds.size());
       arm_host_side(r);
       return;
     case Kind::release:
@@ -55,6 +57,7 @@ void Engine::dispatch(const RequestPtr& r) {
     }
   }
 
+  log().debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, preds.size());
   if (!on_device(r->kind)) {
     arm_host_side(r);
     return;

@@ -7,7 +7,6 @@
 namespace hetflow::detail {
 
 void Engine::run_host(const RequestPtr& r) {
-  host_queued_.fetch_sub(1, std::memory_order_relaxed);
   if (recording) {
     r->start_ns = now_ns();
     r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());

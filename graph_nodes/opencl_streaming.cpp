@@ -2,6 +2,7 @@
 // enqueues with event wait lists and returns at once; completion comes back, only where a host-side
 // consumer asked for it, through clSetEventCallback and the async_node's gateway.
 #include "engine.hpp"
+#include "log.hpp"
 
 namespace hetflow::detail {
 namespace {
@@ -112,6 +113,7 @@ void Engine::enqueue(const RequestPtr& r) {
     return;
   }
   r->event.store(ev);
+  log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
   // Commands another queue may wait on must reach the device now, not when the driver batches.
   if (policy == Policy::async) clFlush(q);
 

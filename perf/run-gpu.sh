@@ -23,6 +23,7 @@ export HETFLOW_DEVICE=nvidia
 run appendix_a $B/bin/test_appendix_a
 run errors $B/bin/test_errors
 [ -x $B/bin/test_random_programs ] && run random $B/bin/test_random_programs
+run enqueue_cost $B/bin/bench_enqueue_cost 40
 run overhead_nvidia $B/bin/bench_overhead 20000 7
 HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
 run sobel_4k $B/bin/bench_workloads sobel 4k 100 5

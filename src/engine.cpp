@@ -193,12 +193,15 @@ void Engine::submit(RequestPtr r) {
 void Engine::wait_request(RequestPtr w) {
   auto* raw = w.get();
   submit(std::move(w));
-  // The waiting thread checks the device commands it waits for (callbacks can arrive late) and
-  // runs host tasks that no worker has taken yet, instead of sleeping while they queue.
-  while (!raw->released.try_acquire()) {
+  // The waiting thread checks the device commands it waits for, because callbacks can arrive
+  // milliseconds late (NVIDIA). It does not call graph_.wait_for_all(): that resets the graph's
+  // task context when it returns, which is unsafe while callbacks and workers still put messages.
+  std::unique_lock lock(raw->m);
+  while (!raw->released) {
+    lock.unlock();
     poll_watched();
-    if (host_queued_.load(std::memory_order_relaxed) > 0) graph_.wait_for_all();
-    if (raw->released.try_acquire_for(std::chrono::microseconds(50))) break;
+    lock.lock();
+    raw->released_cv.wait_for(lock, std::chrono::microseconds(50), [raw] { return raw->released; });
   }
 }
 
@@ -260,6 +263,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     gate = r.gate;
   }
   r.done_flag.store(true, std::memory_order_release);
+  log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   // A negative status makes OpenCL terminate the device commands gated on this host request
   // instead of running them on data that was never produced.
   if (gate) clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
@@ -290,10 +294,15 @@ void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_
 }
 
 void Engine::ready(const RequestPtr& r) {
+  log().debug("ready #{} '{}'", r->id, r->name);
   if (r->kind == Kind::wait) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);
-    r->released.release();
+    {
+      std::lock_guard lock(r->m);
+      r->released = true;
+    }
+    r->released_cv.notify_all();
     return;
   }
   std::string cause;
@@ -305,7 +314,6 @@ void Engine::ready(const RequestPtr& r) {
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
-  host_queued_.fetch_add(1, std::memory_order_relaxed);
   host_.try_put(r);
 }
 
@@ -381,6 +389,7 @@ void Engine::poll_watched() {
 }
 
 void Engine::watch(const RequestPtr& p) {
+  log().debug("watching #{} '{}'", p->id, p->name);
   {
     std::lock_guard lock(watched_mutex_);
     watched_.push_back(p);

@@ -105,7 +105,6 @@ class Engine {
 
   std::mutex watched_mutex_;
   std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete
-  std::atomic<int> host_queued_{0};  // host tasks handed to the graph and not yet started
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;

@@ -11,7 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <semaphore>
+#include <condition_variable>
 #include <string>
 #include <vector>
 
@@ -87,7 +87,11 @@ struct Request : std::enable_shared_from_this<Request> {
 
   // Host-side consumers: predecessors still to complete (+1 while arming).
   std::atomic<int> unmet{0};
-  std::binary_semaphore released{0};   // wait requests: posted when every predecessor is done
+  // Wait requests: set, under `m`, when every predecessor is done. A mutex and condition variable
+  // rather than std::binary_semaphore, whose timed wait in GCC 12's libstdc++ is not trustworthy
+  // (libstdc++ PR 104928 and its FIXMEs).
+  bool released = false;
+  std::condition_variable released_cv;
 
   // Recording (dumps, traces).
   std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;

@@ -31,7 +31,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 
 if [ "$mode" = demo ]; then
-  exec "$build/bin/hetflow" devices
+  exec "$build/bin/hetflow" run sobel
 fi
 # Serially: the overlap tests read OpenCL profiling times on a CPU device, which other test
 # processes would starve.
