@@ -196,12 +196,16 @@ void Engine::wait_request(RequestPtr w) {
   // The waiting thread checks the device commands it waits for, because callbacks can arrive
   // milliseconds late (NVIDIA). It does not call graph_.wait_for_all(): that resets the graph's
   // task context when it returns, which is unsafe while callbacks and workers still put messages.
+  // Polls back off from 50 us to 400 us: a prompt callback (or a worker) wakes the waiter at once,
+  // and the polls only cover late callbacks, so they need not keep a small machine busy.
   std::unique_lock lock(raw->m);
+  auto interval = std::chrono::microseconds(50);
   while (!raw->released) {
     lock.unlock();
     poll_watched();
     lock.lock();
-    raw->released_cv.wait_for(lock, std::chrono::microseconds(50), [raw] { return raw->released; });
+    raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
+    interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
 }
 
