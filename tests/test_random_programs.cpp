@@ -1,0 +1,856 @@
+// Randomized differential test: thousands of seeded random programs (transfers of whole tiles and
+// regions, kernels and host tasks with in/out/io roles on regions, waits) run on the engine under
+// every policy, and each is compared bit for bit with a sequential interpreter of the same program
+// over plain host/device images (DESIGN.md §2-§4: requests on the same images behave as if run in
+// program order).
+//
+// A program: 1-6 tiles (1-D of 16..256 floats, or 2-D of 4..16 x 2..12), each with its host and
+// device images initialised to different values; then up to 60 requests: move_to / move_from of
+// the whole tile or a region (a 2-D region may be whole rows or a rectangle, which takes the
+// rect-transfer path), kernels and host tasks over a box shared by their tiles (tiles may alias:
+// in(a) and out(a) of one box), some of them "slow" (the kernel spins, the host task sleeps) so
+// hazards stay in flight, wait(t) and wait_all — after which the host images are compared too.
+// At the end: wait_all, move_from of every tile, wait_all, compare every host image; then the
+// tracker must be empty. Recording is off (the history would keep every request alive and hide
+// lifetime bugs). A failure prints the seed, the configuration and the whole program.
+//
+// Knobs (environment):
+//   HETFLOW_RP_SEED=S       run only program S (under every configuration), e.g. to reproduce a failure
+//   HETFLOW_RP_SCALE=F      multiply the number of programs of each configuration by F (default 1)
+//   HETFLOW_RP_VERBOSE=1    print every program before running it
+//   HETFLOW_RP_WATCHDOG_S=N abort with the program in flight after N s without progress (default 60)
+//
+// Float arithmetic: the interpreter must be bit-identical to the device. The test's own kernels
+// carry `#pragma OPENCL FP_CONTRACT OFF` (OpenCL C contracts a*b+c into an FMA by default, and
+// PoCL's CPU device does: without the pragma every a*b+c of the premise case matches fma()); the
+// host side is compiled as ISO C++ (no GNU extensions), where GCC's default is -ffp-contract=off.
+// The shipped kernels of hetflow_test.cl are used only with power-of-two factors, where every
+// product is exact and contraction cannot change a result. The test case "premise" checks both.
+#include "support.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine.hpp"
+
+using hetflow::Access;
+using hetflow::Box;
+using hetflow::Controller;
+using hetflow::Extent;
+using hetflow::Policy;
+using hetflow::Range;
+using hetflow::Tile;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Kernels and the element operations (shared by the engine's host tasks and the interpreter).
+
+const char* const kernel_source = R"CLC(
+#pragma OPENCL FP_CONTRACT OFF
+// Element (gx, gy) of a box sits at gx + gy * w in a tile of width w; every tile of a launch is
+// indexed with its own width, so tiles of different shapes mix over one box.
+// `delay` > 0 makes a work-item spin first (a slow kernel keeps its hazards in flight longer); the
+// test `acc < -1e30f` is never true for the test's values, but the compiler cannot know it.
+__kernel void rp_mix(__global const float* a, int wa, __global const float* b, int wb, __global float* o, int wo,
+                     float k, int delay) {
+  const int gx = get_global_id(0), gy = get_global_id(1);
+  const float x = a[gx + gy * wa];
+  const float y = b[gx + gy * wb];
+  float acc = 0.0f;
+  for (int r = 0; r < delay; ++r) acc += x * 1e-30f;
+  float v = x * 0.5f + y * 0.25f + k;
+  if (acc < -1e30f) v = 0.0f;
+  o[gx + gy * wo] = v;
+}
+__kernel void rp_update(__global float* o, int wo, __global const float* a, int wa, float k, int delay) {
+  const int gx = get_global_id(0), gy = get_global_id(1);
+  const float x = a[gx + gy * wa];
+  const int i = gx + gy * wo;
+  float acc = 0.0f;
+  for (int r = 0; r < delay; ++r) acc += x * 1e-30f;
+  float v = o[i] * 0.75f + x * 0.125f + k;
+  if (acc < -1e30f) v = 0.0f;
+  o[i] = v;
+}
+__kernel void rp_fill(__global float* o, int wo, float k) {
+  const int gx = get_global_id(0), gy = get_global_id(1);
+  o[gx + gy * wo] = k + (float)gx * 0.5f + (float)gy * 8.0f;
+}
+// For the premise check: o = a * b + c, which an FMA would round once instead of twice.
+__kernel void rp_muladd(__global const float* a, __global const float* b, __global const float* c, __global float* o) {
+  const int i = get_global_id(0);
+  o[i] = a[i] * b[i] + c[i];
+}
+)CLC";
+
+// Device operations, as the kernels above (and hetflow_test.cl) compute them.
+inline float dev_mix(float x, float y, float k) { return x * 0.5f + y * 0.25f + k; }
+inline float dev_update(float o, float x, float k) { return o * 0.75f + x * 0.125f + k; }
+inline float dev_fill(std::size_t gx, std::size_t gy, float k) { return k + float(gx) * 0.5f + float(gy) * 8.0f; }
+inline float dev_scale(float x, float factor) { return x * factor + 1.0f; }  // scale_in_place
+// Host-task operations.
+inline float host_mix(float x, float y, float k) { return x * 0.375f - y * 0.25f + k; }
+inline float host_update(float o, float x, float k) { return o * 0.625f + x * 0.25f + k; }
+inline float host_fill(std::size_t gx, std::size_t gy, float k) { return k - float(gx) * 0.125f + float(gy) * 4.0f; }
+
+// ---------------------------------------------------------------------------------------------
+// Programs.
+
+enum class Op {
+  move_to,
+  move_from,
+  k_mix,          // rp_mix: in(a) in(b) out(o)
+  k_update,       // rp_update: io(o) in(a)
+  k_fill,         // rp_fill: out(o)
+  k_mix_inputs,   // hetflow_test.cl mix_inputs (1-D tiles): in(a) in(b) out(o)
+  k_scale,        // hetflow_test.cl scale_in_place (1-D tile): io(o)
+  h_mix,          // host task: in(a) in(b) out(o)
+  h_update,       // host task: io(o) in(a)
+  h_fill,         // host task: out(o)
+  wait_tile,
+  wait_all,
+};
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::move_to: return "move_to";
+    case Op::move_from: return "move_from";
+    case Op::k_mix: return "launch rp_mix";
+    case Op::k_update: return "launch rp_update";
+    case Op::k_fill: return "launch rp_fill";
+    case Op::k_mix_inputs: return "launch mix_inputs";
+    case Op::k_scale: return "launch scale_in_place";
+    case Op::h_mix: return "host_task mix";
+    case Op::h_update: return "host_task update";
+    case Op::h_fill: return "host_task fill";
+    case Op::wait_tile: return "wait";
+    case Op::wait_all: return "wait_all";
+  }
+  return "?";
+}
+
+struct TileSpec {
+  Extent extent;
+};
+
+struct Req {
+  Op op = Op::wait_all;
+  int a = -1, b = -1, o = -1;  // tiles: inputs a, b and the output o (transfers and waits: o)
+  Box box;                     // the region, shared by every tile of the request
+  float k = 0.0f;              // the constant (scale_in_place: the factor)
+  bool slow = false;           // rp_mix, rp_update: spin first; host tasks: sleep first
+};
+
+struct Program {
+  std::uint64_t seed = 0;
+  std::vector<TileSpec> tiles;
+  std::vector<Req> reqs;
+};
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
+  std::size_t below(std::size_t n) { return std::size_t(g_() % n); }  // [0, n)
+  std::size_t between(std::size_t lo, std::size_t hi) { return lo + below(hi - lo + 1); }  // [lo, hi]
+  bool chance(unsigned percent) { return below(100) < percent; }
+
+ private:
+  std::mt19937_64 g_;
+};
+
+bool is_whole(const Box& b, const Extent& e) { return b == Box::whole(e); }
+
+std::string region_text(const Box& b, const Extent& e) {
+  return is_whole(b, e) ? std::string() : b.str(e.dims);
+}
+
+std::string tile_arg(const Program& p, int t, const Box& b) {
+  return std::string("t") + std::to_string(t) + region_text(b, p.tiles[t].extent);
+}
+
+std::string describe(const Req& r, const Program& p) {
+  std::ostringstream s;
+  s << op_name(r.op);
+  char k[32];
+  std::snprintf(k, sizeof k, "%g", double(r.k));
+  switch (r.op) {
+    case Op::move_to:
+    case Op::move_from: s << "(" << tile_arg(p, r.o, r.box) << ")"; break;
+    case Op::k_mix:
+    case Op::k_mix_inputs:
+    case Op::h_mix:
+      s << " in(" << tile_arg(p, r.a, r.box) << ") in(" << tile_arg(p, r.b, r.box) << ") out("
+        << tile_arg(p, r.o, r.box) << ") k=" << k;
+      break;
+    case Op::k_update:
+    case Op::h_update:
+      s << " io(" << tile_arg(p, r.o, r.box) << ") in(" << tile_arg(p, r.a, r.box) << ") k=" << k;
+      break;
+    case Op::k_fill:
+    case Op::h_fill: s << " out(" << tile_arg(p, r.o, r.box) << ") k=" << k; break;
+    case Op::k_scale: s << " io(" << tile_arg(p, r.o, r.box) << ") factor=" << k; break;
+    case Op::wait_tile: s << "(t" << r.o << ")"; break;
+    case Op::wait_all: break;
+  }
+  if (r.slow) s << " slow";
+  return s.str();
+}
+
+std::string describe(const Program& p) {
+  std::ostringstream s;
+  s << "program seed " << p.seed << ": " << p.tiles.size() << " tile(s), " << p.reqs.size() << " request(s)\n";
+  for (std::size_t t = 0; t < p.tiles.size(); ++t) {
+    const auto& e = p.tiles[t].extent;
+    s << "  tile t" << t << ": " << e.x;
+    if (e.dims == 2) s << "x" << e.y;
+    s << " floats\n";
+  }
+  s << "  (init: host = init_first, move_to(t) for every tile, wait_all, then host = init_second)\n";
+  for (std::size_t i = 0; i < p.reqs.size(); ++i) s << "  #" << i << " " << describe(p.reqs[i], p) << "\n";
+  s << "  (end: wait_all; move_from(t) for every tile; wait_all; compare host images)\n";
+  return s.str();
+}
+
+// A box inside `e` (the common extent of a request's tiles): the whole of it or a random part.
+Box random_box(Rng& rng, const Extent& e) {
+  if (rng.chance(30)) return Box::whole(e);
+  Box b = Box::whole(e);
+  b.offset[0] = rng.below(e.x);
+  b.size[0] = rng.between(1, e.x - b.offset[0]);
+  if (e.y > 1) {
+    if (rng.chance(40)) {  // whole rows (contiguous)
+      b.offset[0] = 0;
+      b.size[0] = e.x;
+    }
+    b.offset[1] = rng.below(e.y);
+    b.size[1] = rng.between(1, e.y - b.offset[1]);
+  }
+  return b;
+}
+
+Extent common_extent(const Program& p, std::initializer_list<int> tiles) {
+  Extent e = p.tiles[*tiles.begin()].extent;
+  for (int t : tiles) {
+    const auto& x = p.tiles[t].extent;
+    e.x = std::min(e.x, x.x);
+    e.y = std::min(e.y, x.y);
+  }
+  e.dims = e.y > 1 ? 2 : 1;
+  return e;
+}
+
+Program generate(std::uint64_t seed) {
+  Rng rng(seed);
+  Program p;
+  p.seed = seed;
+  const std::size_t ntiles = rng.between(1, 6);
+  for (std::size_t t = 0; t < ntiles; ++t) {
+    if (rng.chance(30))
+      p.tiles.push_back({Extent(rng.between(4, 16), rng.between(2, 12))});
+    else
+      p.tiles.push_back({Extent(rng.between(16, 256))});
+  }
+  const std::size_t nreq = rng.chance(10) ? rng.between(1, 10) : rng.between(10, 60);
+  auto pick = [&] { return int(rng.below(ntiles)); };
+  auto one_d = [&](int t) { return p.tiles[t].extent.dims == 1; };
+  const float ks[] = {0.0f, 1.0f, -2.0f, 0.5f, 3.0f, -0.75f, 5.0f, 7.25f, -6.5f, 10.0f};
+  for (std::size_t i = 0; i < nreq; ++i) {
+    Req r;
+    r.k = ks[rng.below(std::size(ks))] + float(i);
+    const std::size_t w = rng.below(100);
+    if (w < 18) {
+      r.op = Op::move_to;
+    } else if (w < 36) {
+      r.op = Op::move_from;
+    } else if (w < 48) {
+      r.op = Op::k_mix;
+    } else if (w < 56) {
+      r.op = Op::k_update;
+    } else if (w < 60) {
+      r.op = Op::k_fill;
+    } else if (w < 66) {
+      r.op = Op::k_mix_inputs;
+    } else if (w < 70) {
+      r.op = Op::k_scale;
+    } else if (w < 80) {
+      r.op = Op::h_mix;
+    } else if (w < 87) {
+      r.op = Op::h_update;
+    } else if (w < 90) {
+      r.op = Op::h_fill;
+    } else if (w < 96) {
+      r.op = Op::wait_tile;
+    } else {
+      r.op = Op::wait_all;
+    }
+    switch (r.op) {
+      case Op::move_to:
+      case Op::move_from:
+        r.o = pick();
+        r.box = rng.chance(40) ? Box::whole(p.tiles[r.o].extent) : random_box(rng, p.tiles[r.o].extent);
+        break;
+      case Op::k_mix_inputs:
+        r.a = pick(), r.b = pick(), r.o = pick();
+        if (!one_d(r.a) || !one_d(r.b) || !one_d(r.o)) r.op = Op::k_mix;
+        r.box = random_box(rng, common_extent(p, {r.a, r.b, r.o}));
+        break;
+      case Op::k_mix:
+      case Op::h_mix:
+        r.a = pick(), r.b = pick(), r.o = pick();
+        r.box = random_box(rng, common_extent(p, {r.a, r.b, r.o}));
+        break;
+      case Op::k_update:
+      case Op::h_update:
+        r.a = pick(), r.o = pick();
+        r.box = random_box(rng, common_extent(p, {r.a, r.o}));
+        break;
+      case Op::k_scale:
+        r.o = pick();
+        if (!one_d(r.o)) {
+          r.op = Op::k_fill;
+        } else {
+          const float factors[] = {0.5f, -0.5f, 0.25f, -0.25f};
+          r.k = factors[rng.below(4)];
+        }
+        r.box = random_box(rng, p.tiles[r.o].extent);
+        break;
+      case Op::k_fill:
+      case Op::h_fill:
+        r.o = pick();
+        r.box = random_box(rng, p.tiles[r.o].extent);
+        break;
+      case Op::wait_tile: r.o = pick(); break;
+      case Op::wait_all: break;
+    }
+    const bool can_be_slow = r.op == Op::k_mix || r.op == Op::k_update || r.op == Op::h_mix || r.op == Op::h_update ||
+                             r.op == Op::h_fill;
+    r.slow = can_be_slow && rng.chance(8);
+    p.reqs.push_back(r);
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference: a sequential interpreter over plain images.
+
+using Image = std::vector<float>;
+
+float init_first(std::size_t t, std::size_t i) { return float(t * 37 + i % 29) * 0.5f - 3.0f; }
+float init_second(std::size_t t, std::size_t i) { return float(t * 11 + i % 23) * -0.25f + 2.0f; }
+
+template <class F>
+void for_box(const Box& b, F&& f) {
+  for (std::size_t gy = b.offset[1]; gy < b.offset[1] + b.size[1]; ++gy)
+    for (std::size_t gx = b.offset[0]; gx < b.offset[0] + b.size[0]; ++gx) f(gx, gy);
+}
+
+struct Reference {
+  std::vector<Image> host, dev;
+  std::vector<std::size_t> width;
+
+  explicit Reference(const Program& p) {
+    for (std::size_t t = 0; t < p.tiles.size(); ++t) {
+      const std::size_t n = p.tiles[t].extent.count();
+      width.push_back(p.tiles[t].extent.x);
+      Image h(n), d(n);
+      for (std::size_t i = 0; i < n; ++i) d[i] = init_first(t, i), h[i] = init_second(t, i);
+      host.push_back(std::move(h));
+      dev.push_back(std::move(d));
+    }
+  }
+  std::size_t at(int t, std::size_t gx, std::size_t gy) const { return gx + gy * width[t]; }
+
+  void run(const Req& r) {
+    auto& H = host;
+    auto& D = dev;
+    switch (r.op) {
+      case Op::move_to:
+        for_box(r.box, [&](auto gx, auto gy) { D[r.o][at(r.o, gx, gy)] = H[r.o][at(r.o, gx, gy)]; });
+        break;
+      case Op::move_from:
+        for_box(r.box, [&](auto gx, auto gy) { H[r.o][at(r.o, gx, gy)] = D[r.o][at(r.o, gx, gy)]; });
+        break;
+      case Op::k_mix:
+      case Op::k_mix_inputs:
+        for_box(r.box, [&](auto gx, auto gy) {
+          const float x = D[r.a][at(r.a, gx, gy)], y = D[r.b][at(r.b, gx, gy)];
+          D[r.o][at(r.o, gx, gy)] = dev_mix(x, y, r.k);
+        });
+        break;
+      case Op::k_update:
+        for_box(r.box, [&](auto gx, auto gy) {
+          const float x = D[r.a][at(r.a, gx, gy)];
+          float& o = D[r.o][at(r.o, gx, gy)];
+          o = dev_update(o, x, r.k);
+        });
+        break;
+      case Op::k_fill:
+        for_box(r.box, [&](auto gx, auto gy) { D[r.o][at(r.o, gx, gy)] = dev_fill(gx, gy, r.k); });
+        break;
+      case Op::k_scale:
+        for_box(r.box, [&](auto gx, auto gy) {
+          float& o = D[r.o][at(r.o, gx, gy)];
+          o = dev_scale(o, r.k);
+        });
+        break;
+      case Op::h_mix:
+        for_box(r.box, [&](auto gx, auto gy) {
+          const float x = H[r.a][at(r.a, gx, gy)], y = H[r.b][at(r.b, gx, gy)];
+          H[r.o][at(r.o, gx, gy)] = host_mix(x, y, r.k);
+        });
+        break;
+      case Op::h_update:
+        for_box(r.box, [&](auto gx, auto gy) {
+          const float x = H[r.a][at(r.a, gx, gy)];
+          float& o = H[r.o][at(r.o, gx, gy)];
+          o = host_update(o, x, r.k);
+        });
+        break;
+      case Op::h_fill:
+        for_box(r.box, [&](auto gx, auto gy) { H[r.o][at(r.o, gx, gy)] = host_fill(gx, gy, r.k); });
+        break;
+      case Op::wait_tile:
+      case Op::wait_all: break;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// A watchdog: a hang must not block the suite forever. If no program finishes for `limit`, it
+// prints the program in flight and aborts.
+
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit) : limit_(limit), thread_([this] { loop(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void begin(std::string what) {
+    std::lock_guard lock(m_);
+    what_ = std::move(what);
+    last_ = std::chrono::steady_clock::now();
+    step_.store(-1, std::memory_order_relaxed);
+  }
+  // Where the program is: the request being submitted (-1: setting up, -2: the final checks).
+  void step(int i) { step_.store(i, std::memory_order_relaxed); }
+
+ private:
+  void loop() {
+    std::unique_lock lock(m_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::seconds(1));
+      if (!stop_ && std::chrono::steady_clock::now() - last_ > limit_) {
+        const int at = step_.load(std::memory_order_relaxed);
+        std::fprintf(stderr, "\nHANG: no progress for %lld s, %s %d; in flight:\n%s\n", (long long)limit_.count(),
+                     at >= 0 ? "blocked in the call of request #" : "blocked outside the requests (-1: set-up, -2: end):",
+                     at, what_.c_str());
+        std::fflush(stderr);
+        std::_Exit(3);
+      }
+    }
+  }
+  std::chrono::seconds limit_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string what_;
+  std::atomic<int> step_{-1};
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Running a program on the engine.
+
+struct Kernels {
+  explicit Kernels(Controller& c)
+      : mix(c.kernel_from_source(kernel_source, "rp_mix")),
+        update(c.kernel_from_source(kernel_source, "rp_update")),
+        fill(c.kernel_from_source(kernel_source, "rp_fill")),
+        mix_inputs(c.kernel("hetflow_test.cl", "mix_inputs")),
+        scale(c.kernel("hetflow_test.cl", "scale_in_place")) {}
+  hetflow::Kernel mix, update, fill, mix_inputs, scale;
+};
+
+Access arg(hetflow::Role role, const Tile<float>& t, const Box& b) {
+  const bool whole = is_whole(b, t.extent());
+  switch (role) {
+    case hetflow::Role::in: return whole ? hetflow::in(t) : hetflow::in(t.region(b));
+    case hetflow::Role::out: return whole ? hetflow::out(t) : hetflow::out(t.region(b));
+    default: return whole ? hetflow::io(t) : hetflow::io(t.region(b));
+  }
+}
+
+// How slow a "slow" request is: a kernel's work-items spin this many iterations (some µs each), a
+// host task sleeps this long.
+constexpr int kernel_delay = 2000;
+constexpr auto host_delay = std::chrono::microseconds(300);
+
+// The NDRange of a launch over box `b` (global offset = the box's start). The work-group size is
+// fixed at 1: PoCL compiles one work-group function per distinct local size, and random box sizes
+// would let the driver pick dozens of them, each a compilation of a fraction of a second when the
+// kernel cache is cold (a fresh machine), which would dominate the run time.
+Range box_range(const Box& b) { return Range(b.size[0], b.size[1]).offset(b.offset[0], b.offset[1]).local(1, 1); }
+Range line_range(const Box& b) { return Range(b.size[0]).offset(b.offset[0]).local(1); }
+
+// The first few differences between a tile's host image and the reference's, or "".
+std::string compare(const Tile<float>& t, const Image& ref, int index) {
+  if (std::memcmp(t.data(), ref.data(), ref.size() * sizeof(float)) == 0) return {};
+  std::ostringstream s;
+  s.precision(9);
+  int shown = 0;
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (std::memcmp(&t.data()[i], &ref[i], sizeof(float)) == 0) continue;
+    ++differ;
+    if (shown++ < 6) {
+      const auto& e = t.extent();
+      s << "    t" << index << "[";
+      if (e.dims == 1)
+        s << i;
+      else
+        s << i % e.x << "," << i / e.x;
+      s << "]: expected " << ref[i] << ", got " << t.data()[i] << "\n";
+    }
+  }
+  s << "    (" << differ << " of " << ref.size() << " elements differ)\n";
+  return s.str();
+}
+
+struct Config {
+  Policy policy;
+  unsigned queues;
+  std::string name() const {
+    std::string s = hetflow::to_string(policy);
+    if (policy == Policy::async) s += ", " + std::to_string(queues) + " kernel queue(s)";
+    return s;
+  }
+};
+
+// Runs `p` on `c`; returns "" or what went wrong.
+std::string run_program(Controller& c, const Kernels& k, const Program& p, Watchdog& dog) {
+  std::vector<Tile<float>> T;
+  Reference ref(p);
+  for (std::size_t t = 0; t < p.tiles.size(); ++t) {
+    T.push_back(c.tile<float>(p.tiles[t].extent, std::string("t") + std::to_string(t)));
+    // Device image: init_first's values via a move_to; then a different host image.
+    for (std::size_t i = 0; i < T[t].size(); ++i) T[t][i] = init_first(t, i);
+    c.move_to(T[t]);
+  }
+  c.wait_all();
+  for (std::size_t t = 0; t < p.tiles.size(); ++t)
+    for (std::size_t i = 0; i < T[t].size(); ++i) T[t][i] = init_second(t, i);
+
+  std::string errors;
+  auto check_tile = [&](int t, const std::string& when) {
+    if (auto d = compare(T[t], ref.host[t], t); !d.empty())
+      errors += "  host image of t" + std::to_string(t) + " " + when + ":\n" + d;
+  };
+  using hetflow::Role;
+  for (std::size_t i = 0; i < p.reqs.size() && errors.empty(); ++i) {
+    const Req& r = p.reqs[i];
+    dog.step(int(i));
+    ref.run(r);
+    const std::string tag = std::string("#") + std::to_string(i);
+    switch (r.op) {
+      case Op::move_to: {
+        if (is_whole(r.box, T[r.o].extent()))
+          c.move_to(T[r.o]);
+        else
+          c.move_to(T[r.o].region(r.box));
+        break;
+      }
+      case Op::move_from: {
+        if (is_whole(r.box, T[r.o].extent()))
+          c.move_from(T[r.o]);
+        else
+          c.move_from(T[r.o].region(r.box));
+        break;
+      }
+      case Op::k_mix: {
+        const Box& b = r.box;
+        c.launch(k.mix, box_range(b), arg(Role::in, T[r.a], b), int(T[r.a].extent().x), arg(Role::in, T[r.b], b),
+                 int(T[r.b].extent().x), arg(Role::out, T[r.o], b), int(T[r.o].extent().x), r.k,
+                 r.slow ? kernel_delay : 0);
+        break;
+      }
+      case Op::k_update: {
+        const Box& b = r.box;
+        c.launch(k.update, box_range(b), arg(Role::io, T[r.o], b), int(T[r.o].extent().x), arg(Role::in, T[r.a], b),
+                 int(T[r.a].extent().x), r.k, r.slow ? kernel_delay : 0);
+        break;
+      }
+      case Op::k_fill: {
+        const Box& b = r.box;
+        c.launch(k.fill, box_range(b), arg(Role::out, T[r.o], b),
+                 int(T[r.o].extent().x), r.k);
+        break;
+      }
+      case Op::k_mix_inputs: {
+        const Box& b = r.box;  // 1-D: [x0, x0 + n)
+        c.launch(k.mix_inputs, line_range(b), arg(Role::in, T[r.a], b), arg(Role::in, T[r.b], b),
+                 arg(Role::out, T[r.o], b), int(b.offset[0] + b.size[0]), r.k);
+        break;
+      }
+      case Op::k_scale: {
+        const Box& b = r.box;
+        c.launch(k.scale, line_range(b), arg(Role::io, T[r.o], b), int(b.offset[0] + b.size[0]), r.k);
+        break;
+      }
+      case Op::h_mix: {
+        Tile<float> a = T[r.a], bb = T[r.b], o = T[r.o];
+        const Box box = r.box;
+        const float kk = r.k;
+        c.host_task(
+            "mix" + tag,
+            [a, bb, o, box, kk, slow = r.slow] {
+              if (slow) std::this_thread::sleep_for(host_delay);
+              const std::size_t wa = a.extent().x, wb = bb.extent().x, wo = o.extent().x;
+              for_box(box, [&](std::size_t gx, std::size_t gy) {
+                const float x = a[gx + gy * wa], y = bb[gx + gy * wb];
+                o[gx + gy * wo] = host_mix(x, y, kk);
+              });
+            },
+            arg(Role::in, a, box), arg(Role::in, bb, box), arg(Role::out, o, box));
+        break;
+      }
+      case Op::h_update: {
+        Tile<float> a = T[r.a], o = T[r.o];
+        const Box box = r.box;
+        const float kk = r.k;
+        c.host_task(
+            "update" + tag,
+            [a, o, box, kk, slow = r.slow] {
+              if (slow) std::this_thread::sleep_for(host_delay);
+              const std::size_t wa = a.extent().x, wo = o.extent().x;
+              for_box(box, [&](std::size_t gx, std::size_t gy) {
+                const float x = a[gx + gy * wa];
+                float& v = o[gx + gy * wo];
+                v = host_update(v, x, kk);
+              });
+            },
+            arg(Role::io, o, box), arg(Role::in, a, box));
+        break;
+      }
+      case Op::h_fill: {
+        Tile<float> o = T[r.o];
+        const Box box = r.box;
+        const float kk = r.k;
+        c.host_task(
+            "fill" + tag,
+            [o, box, kk, slow = r.slow] {
+              if (slow) std::this_thread::sleep_for(host_delay);
+              const std::size_t wo = o.extent().x;
+              for_box(box, [&](std::size_t gx, std::size_t gy) { o[gx + gy * wo] = host_fill(gx, gy, kk); });
+            },
+            arg(Role::out, o, box));
+        break;
+      }
+      case Op::wait_tile:
+        c.wait(T[r.o]);
+        check_tile(r.o, "after " + tag + " wait(t" + std::to_string(r.o) + ")");
+        break;
+      case Op::wait_all:
+        c.wait_all();
+        for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "after " + tag + " wait_all");
+        break;
+    }
+  }
+  dog.step(-2);
+  c.wait_all();
+  if (!errors.empty()) return errors;
+  for (std::size_t t = 0; t < T.size(); ++t) {
+    c.move_from(T[t]);
+    ref.host[t] = ref.dev[t];
+  }
+  c.wait_all();
+  for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "at the end (after move_from of every tile)");
+  c.wait_all();  // everything is done: the tracker must be empty again
+  if (const auto n = c.engine().tracked_accesses(); n != 0)
+    errors += "  the tracker still holds " + std::to_string(n) + " access(es) after two wait_all\n";
+  return errors;
+}
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::size_t(std::strtoull(v, nullptr, 10)) : fallback;
+}
+double env_double(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtod(v, nullptr) : fallback;
+}
+
+// Runs `count` programs (seeds first_seed, first_seed + 1, ...) under `cfg`. A fresh controller
+// every `per_controller` programs, so both fresh and long-lived controllers are exercised.
+void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) {
+  const bool single = std::getenv("HETFLOW_RP_SEED") && *std::getenv("HETFLOW_RP_SEED");
+  if (single) {
+    first_seed = env_size("HETFLOW_RP_SEED", 0);
+    count = 1;
+  } else {
+    count = std::max<std::size_t>(1, std::size_t(double(count) * env_double("HETFLOW_RP_SCALE", 1.0)));
+  }
+  const bool verbose = env_size("HETFLOW_RP_VERBOSE", 0) != 0;
+  const std::size_t per_controller = 250;
+  Watchdog dog(std::chrono::seconds(env_size("HETFLOW_RP_WATCHDOG_S", 60)));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t failures = 0, requests = 0;
+  std::unique_ptr<Controller> c;
+  std::unique_ptr<Kernels> k;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % per_controller == 0) {
+      k.reset();
+      c.reset();
+      auto opts = test::options(cfg.policy, cfg.queues);
+      opts.record = false;
+      c = std::make_unique<Controller>(opts);
+      k = std::make_unique<Kernels>(*c);
+    }
+    const Program p = generate(first_seed + i);
+    requests += p.reqs.size();
+    const std::string text = describe(p);
+    dog.begin("configuration " + cfg.name() + "\n" + text);
+    if (verbose) std::printf("[%s]\n%s", cfg.name().c_str(), text.c_str()), std::fflush(stdout);
+    std::string errors;
+    try {
+      errors = run_program(*c, *k, p, dog);
+    } catch (const std::exception& e) {
+      errors = std::string("  exception: ") + e.what() + "\n";
+      // The controller may hold failures of this program; start afresh.
+      k.reset();
+      c.reset();
+      auto opts = test::options(cfg.policy, cfg.queues);
+      opts.record = false;
+      c = std::make_unique<Controller>(opts);
+      k = std::make_unique<Kernels>(*c);
+    }
+    if (!errors.empty()) {
+      ++failures;
+      FAIL_CHECK("random program failed: seed " << p.seed << ", configuration " << cfg.name()
+                                                    << " (reproduce: HETFLOW_RP_SEED=" << p.seed << ")\n"
+                                                    << errors << text);
+      if (failures >= 5) {
+        FAIL("stopping after 5 failing programs");
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE(cfg.name() << ": " << count << " programs (seeds " << first_seed << ".." << first_seed + count - 1 << "), "
+                     << requests << " requests, " << failures << " failing, " << secs << " s");
+}
+
+}  // namespace
+
+TEST_CASE("premise: kernel and host float arithmetic agree bit for bit (no FMA contraction)") {
+  Controller c(test::options(Policy::async, 1));
+  auto k = c.kernel_from_source(kernel_source, "rp_muladd");
+  const std::size_t n = 4096;
+  auto a = c.tile<float>(n, "a"), b = c.tile<float>(n, "b"), cc = c.tile<float>(n, "c"), o = c.tile<float>(n, "o");
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-10.0f, 10.0f);
+  for (std::size_t i = 0; i < n; ++i) a[i] = u(g), b[i] = u(g), cc[i] = u(g);
+  c.move_to(a), c.move_to(b), c.move_to(cc);
+  c.launch(k, Range(n), hetflow::in(a), hetflow::in(b), hetflow::in(cc), hetflow::out(o));
+  c.move_from(o);
+  c.wait_all();
+  std::size_t differ_from_host = 0, fma_differs = 0, host_contracted = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    volatile float p = a[i] * b[i];  // the rounded product, whatever the compiler's contraction mode
+    const float two_roundings = p + cc[i];
+    const float host = a[i] * b[i] + cc[i];
+    if (std::memcmp(&host, &two_roundings, sizeof(float)) != 0) ++host_contracted;
+    if (std::memcmp(&o[i], &two_roundings, sizeof(float)) != 0 && differ_from_host++ < 3)
+      MESSAGE("device a*b+c at " << i << ": " << o[i] << ", two roundings give " << two_roundings);
+    if (std::fma(a[i], b[i], cc[i]) != two_roundings) ++fma_differs;
+  }
+  CHECK(fma_differs > 0);        // the inputs do tell an FMA apart
+  CHECK(host_contracted == 0);   // the host build does not contract a*b+c
+  CHECK(differ_from_host == 0);  // nor does the device, under #pragma OPENCL FP_CONTRACT OFF
+}
+
+TEST_CASE("random programs: async, 1 kernel queue") { run_config({Policy::async, 1}, 1'000'000, 3000); }
+TEST_CASE("random programs: async, 3 kernel queues") { run_config({Policy::async, 3}, 2'000'000, 3000); }
+TEST_CASE("random programs: sync") { run_config({Policy::sync, 1}, 3'000'000, 1500); }
+
+// Regression (found by the random programs with recording off): the streaming node dropped its
+// references to a request's predecessors before enqueueing the request with their events in the
+// wait list. When the dispatcher had already pruned a completed predecessor from the tracker, that
+// was the last reference: ~Request released the predecessor's cl_event, and the enqueue passed a
+// freed event (PoCL: "PTHREAD ERROR in pocl_lock_events_inorder(): Invalid argument", abort).
+// The smallest program: one tile, record off, async, move_to(a); move_from(a) in a loop — it
+// aborted within the first ~2,000 iterations. (With record on, the history keeps every request
+// alive and hides it.)
+TEST_CASE("regression: a predecessor's event outlives the enqueue that waits on it (record off)") {
+  for (unsigned queues : {1u, 3u}) {
+    CAPTURE(queues);
+    auto opts = test::options(Policy::async, queues);
+    opts.record = false;
+    Controller c(opts);
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto a = c.tile<float>(16, "a");
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i);
+    Watchdog dog(std::chrono::seconds(60));
+    dog.begin("regression ping-pong, " + std::to_string(queues) + " kernel queue(s)");
+    const int iterations = 20'000;
+    for (int i = 0; i < iterations; ++i) {
+      c.move_to(a);  // H2D queue
+      if (i % 2) c.launch(scale, Range(16), hetflow::io(a), 16, 1.0f);  // kernel queue: x + 1
+      c.move_from(a);  // D2H queue, waiting on the events of the two above
+      if (i % 1000 == 999) c.wait_all();
+    }
+    c.wait_all();
+    bool ok = true;
+    for (std::size_t i = 0; i < a.size(); ++i) ok = ok && a[i] == float(i) + float(iterations / 2);
+    CHECK(ok);
+  }
+}
+
+// Regression (found by building these tests with HETFLOW_SANITIZE=address): under Policy::sync,
+// Engine::submit hands its implicit wait request to wait_request(std::move(w)), which submits it
+// and then polls raw->released through a raw pointer, holding no reference. The predecessor's
+// finish() releases the semaphore and then drops its `waiters` vector, the wait request's last
+// reference (with recording off; with it on, the history keeps it): the submitting thread then
+// reads a freed semaphore (ASan: heap-use-after-free in Engine::wait_request, freed in
+// Engine::finish). The smallest program: sync, record off, one tile, one move_to. A plain build
+// passes this case; an ASan build reports the error on the first request.
+TEST_CASE("regression: a sync request's implicit wait stays alive while the caller polls it (record off)") {
+  auto opts = test::options(Policy::sync, 1);
+  opts.record = false;
+  Controller c(opts);
+  auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto a = c.tile<float>(16, "a");
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i);
+  Watchdog dog(std::chrono::seconds(60));
+  dog.begin("regression: sync waits");
+  const int iterations = 2'000;
+  for (int i = 0; i < iterations; ++i) {
+    c.move_to(a);  // returns when done
+    c.launch(scale, Range(16), hetflow::io(a), 16, 1.0f);
+    c.move_from(a);  // returns when done
+    if (i % 4 == 3) c.host_task([a] { a[0] += 1.0f; }, hetflow::io(a));  // returns when done
+  }
+  c.wait_all();
+  CHECK(a[0] == float(iterations + iterations / 4));
+  bool ok = true;
+  for (std::size_t i = 1; i < a.size(); ++i) ok = ok && a[i] == float(i) + float(iterations);
+  CHECK(ok);
+}
+
