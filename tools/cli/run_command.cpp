@@ -123,9 +123,10 @@ void run(const RunOptions& o) {
   const auto& first = outcomes.front().result;
   const int shown_steps = is_sobel ? first.frames : steps;
   std::printf("hetflow run %s on %s\n", o.workload.c_str(), device_name.c_str());
-  if (is_sobel)
-    std::printf("%d frames of %dx%d%s\n\n", shown_steps, is_sobel && !o.input.empty() ? 0 : width,
-                is_sobel && !o.input.empty() ? 0 : height, o.input.empty() ? " (generated)" : (" from " + o.input).c_str());
+  if (is_sobel && o.input.empty())
+    std::printf("%d frames of %dx%d (generated)\n\n", shown_steps, width, height);
+  else if (is_sobel)
+    std::printf("%d frames from %s\n\n", shown_steps, o.input.c_str());
   else
     std::printf("n = %d, %d %s\n\n", width, steps, o.workload == "jacobi" ? "iterations" : "products");
   const char* unit = is_sobel ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";

@@ -1,0 +1,142 @@
+// The workloads written on hetflow (tools/workloads/pipelines.*): each equals its CPU reference on
+// small sizes under both policies, and is bit-identical to the hand-written native OpenCL version.
+#include <doctest/doctest.h>
+#include <hetflow/hetflow.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "native/native_workloads.hpp"
+#include "workloads/cpu_reference.hpp"
+#include "workloads/frames.hpp"
+#include "workloads/pipelines.hpp"
+
+using namespace hetflow;
+namespace wl = hetflow::workloads;
+
+namespace {
+const Policy policies[] = {Policy::sync, Policy::async};
+Controller make(Policy p) {
+  ControllerOptions o;
+  o.policy = p;
+  return Controller(o);
+}
+const std::string kernels = std::string(HETFLOW_TEST_SOURCE_DIR) + "/kernels_cl";
+bool identical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && wl::count_bit_differences(a.data(), b.data(), a.size()) == 0;
+}
+}  // namespace
+
+TEST_CASE("workloads on hetflow: Sobel equals the CPU reference and the native version") {
+  const int w = 67, h = 45, frames = 5;
+  std::vector<float> last(std::size_t(w) * h), ref(last.size());
+  wl::generate_frame(last.data(), w, h, frames - 1);
+  wl::sobel_reference(last.data(), ref.data(), w, h);
+  const auto native = native::run_sobel(select_device().device.device, {w, h, frames, kernels}, native::Mode::async);
+  for (Policy p : policies) {
+    CAPTURE(to_string(p));
+    Controller c(make(p));
+    const auto r = wl::sobel(c, {w, h, frames, {}, {}});
+    CHECK(r.frames == frames);
+    CHECK(wl::max_rel_error(r.output, ref) <= 1e-5);
+    CHECK(identical(r.output, native.output));
+    CHECK(r.checksum == native.checksum);
+  }
+}
+
+TEST_CASE("workloads on hetflow: Jacobi equals the CPU reference and the native version") {
+  const int n = 66;
+  for (int iterations : {30, 25}) {  // 25: the final grid is fetched by one more D2H
+    std::vector<float> ref;
+    wl::jacobi_initial_grid(ref, n);
+    wl::jacobi_reference(ref, n, iterations);
+    const auto native = native::run_jacobi(select_device().device.device, {n, iterations, 10, kernels}, native::Mode::sync);
+    for (Policy p : policies) {
+      CAPTURE(to_string(p));
+      CAPTURE(iterations);
+      Controller c(make(p));
+      const auto r = wl::jacobi(c, n, iterations, 10);
+      CHECK(wl::max_rel_error(r.output, ref) <= 1e-6);
+      CHECK(identical(r.output, native.output));
+      CHECK(r.checksum == native.checksum);
+    }
+  }
+}
+
+TEST_CASE("workloads on hetflow: matrix power equals the CPU reference and the native version") {
+  const int n = 64, products = 4;
+  std::vector<float> a, ref, tmp(std::size_t(n) * n);
+  wl::matpow_input(a, n);
+  ref = a;
+  for (int k = 0; k < products; ++k) {
+    wl::matmul_reference(ref.data(), a.data(), tmp.data(), n);
+    ref.swap(tmp);
+  }
+  const auto native = native::run_matpow(select_device().device.device, {n, products, kernels}, native::Mode::async);
+  for (Policy p : policies) {
+    CAPTURE(to_string(p));
+    Controller c(make(p));
+    const auto r = wl::matpow(c, n, products);
+    CHECK(wl::max_rel_error(r.output, ref) <= 1e-4);
+    CHECK(identical(r.output, native.output));
+    CHECK(r.checksum == native.checksum);
+  }
+  Controller c(make(Policy::async));
+  CHECK_THROWS_WITH_AS(wl::matpow(c, 60, 2), doctest::Contains("multiple of 16"), UsageError);
+}
+
+TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-y4m-sobel";
+  fs::create_directories(dir);
+  const std::string in = (dir / "in.y4m").string(), out = (dir / "out.y4m").string();
+  const int w = 40, h = 24, frames = 3;
+  std::vector<std::vector<float>> input(frames, std::vector<float>(std::size_t(w) * h));
+  {
+    wl::Y4mWriter writer(in, w, h);
+    for (int i = 0; i < frames; ++i) {
+      wl::generate_frame(input[i].data(), w, h, i);
+      for (auto& v : input[i]) v = std::round(v);  // what an 8-bit file can hold
+      writer.write_luma(input[i].data());
+    }
+    writer.close();
+  }
+  for (Policy p : policies) {
+    CAPTURE(to_string(p));
+    Controller c(make(p));
+    const auto r = wl::sobel(c, {0, 0, 0, in, out});  // size and frame count come from the file
+    CHECK(r.frames == frames);
+    wl::Y4mReader reader(out);
+    CHECK(reader.width() == w);
+    CHECK(reader.height() == h);
+    std::vector<float> got(std::size_t(w) * h), ref(got.size());
+    for (int i = 0; i < frames; ++i) {
+      REQUIRE(reader.read_luma(got.data()));
+      wl::sobel_reference(input[i].data(), ref.data(), w, h);
+      for (std::size_t k = 0; k < ref.size(); ++k) {
+        const float expected = std::min(255.0f, std::round(ref[k]));
+        if (std::abs(got[k] - expected) > 1.0f) FAIL_CHECK("frame " << i << " pixel " << k << ": " << got[k] << " vs " << expected);
+      }
+    }
+    CHECK_FALSE(reader.read_luma(got.data()));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hetflow run: the default job prints its table, and bad options are clear errors") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  FILE* pipe = ::popen((cli + " run sobel --size 160x90 --frames 3 --verify 2>&1").c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  CHECK(::pclose(pipe) == 0);
+  CHECK(out.find("async gain") != std::string::npos);
+  CHECK(out.find("bit-identical: yes") != std::string::npos);
+  CHECK(out.find("verify: max relative error") != std::string::npos);
+  pipe = ::popen((cli + " run sobel --size 12q 2>&1").c_str(), "r");
+  out.clear();
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  CHECK(::pclose(pipe) != 0);
+  CHECK(out.find("--size '12q'") != std::string::npos);
+}
