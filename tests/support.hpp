@@ -51,4 +51,15 @@ inline Interval interval(const std::vector<hetflow::RequestRecord>& recs, const 
 
 inline std::string policy_name(hetflow::Policy p) { return hetflow::to_string(p); }
 
+// The set-up of DESIGN.md Appendix A's cases: a recording controller and K(in a, out b), one
+// work-group copying a into b `repeat` passes long (kernels_cl/hetflow_test.cl: copy_loop).
+struct AppendixCase {
+  explicit AppendixCase(hetflow::Policy p) : c(options(p, 1)), k(c.kernel("hetflow_test.cl", "copy_loop")) {}
+  void K(hetflow::Tile<float>& a, hetflow::Tile<float>& b, int repeat) {
+    c.launch(k, hetflow::Range(64).local(64), hetflow::in(a), hetflow::out(b), int(a.size()), repeat);
+  }
+  hetflow::Controller c;
+  hetflow::Kernel k;
+};
+
 }  // namespace test

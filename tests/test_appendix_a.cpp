@@ -14,15 +14,7 @@ namespace {
 constexpr std::size_t short_n = 1000;
 constexpr std::size_t long_n = 10'000'000;
 
-struct Case {
-  explicit Case(Policy p) : c(test::options(p, 1)), k(c.kernel("hetflow_test.cl", "copy_loop")) {}
-  // K(in a, out b): one work-group copying a into b, `repeat` passes long.
-  void K(Tile<float>& a, Tile<float>& b, int repeat) {
-    c.launch(k, Range(64).local(64), hetflow::in(a), hetflow::out(b), int(a.size()), repeat);
-  }
-  Controller c;
-  hetflow::Kernel k;
-};
+using Case = test::AppendixCase;
 
 const Policy policies[] = {Policy::async, Policy::sync};
 

@@ -97,15 +97,7 @@ std::uint64_t id_of(const json& dump, const std::string& name, int nth = 0) {
   return 0;
 }
 
-// The same kernel and controller set-up as tests/test_appendix_a.cpp.
-struct Case {
-  explicit Case(Policy p) : c(test::options(p, 1)), k(c.kernel("hetflow_test.cl", "copy_loop")) {}
-  void K(Tile<float>& a, Tile<float>& b, int repeat) {
-    c.launch(k, Range(64).local(64), hetflow::in(a), hetflow::out(b), int(a.size()), repeat);
-  }
-  Controller c;
-  hetflow::Kernel k;
-};
+using Case = test::AppendixCase;
 
 const Policy policies[] = {Policy::async, Policy::sync};
 

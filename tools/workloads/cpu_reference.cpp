@@ -1,5 +1,7 @@
 #include "workloads/cpu_reference.hpp"
 
+#include "workloads/hash.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -58,14 +60,6 @@ double chunked_sum(const float* data, std::size_t count, F f) {
   return total;
 }
 
-std::uint32_t mix32(std::uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x7feb352dU;
-  h ^= h >> 15;
-  h *= 0x846ca68bU;
-  h ^= h >> 16;
-  return h;
-}
 
 }  // namespace
 

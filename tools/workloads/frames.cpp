@@ -1,5 +1,7 @@
 #include "workloads/frames.hpp"
 
+#include "workloads/hash.hpp"
+
 #include <hetflow/errors.hpp>
 
 #include <algorithm>
@@ -14,14 +16,6 @@ namespace hetflow::workloads {
 
 namespace {
 
-std::uint32_t mix32(std::uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x7feb352dU;
-  h ^= h >> 15;
-  h *= 0x846ca68bU;
-  h ^= h >> 16;
-  return h;
-}
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw hetflow::Error("Y4M file '" + path + "': " + what);
