@@ -83,6 +83,9 @@ Engine::Engine(const ControllerOptions& options)
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
   tracker_.keep_completed(recording);
+  // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
+  const char* drop = std::getenv("HETFLOW_DEBUG_DROP_CALLBACKS");
+  drop_callbacks_ = drop && *drop && std::string(drop) != "0";
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s)", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count);
@@ -191,19 +194,24 @@ void Engine::submit(RequestPtr r) {
 }
 
 void Engine::wait_request(RequestPtr w) {
-  auto* raw = w.get();
-  submit(std::move(w));
-  // The waiting thread checks the device commands it waits for, because callbacks can arrive
-  // milliseconds late (NVIDIA). It does not call graph_.wait_for_all(): that resets the graph's
-  // task context when it returns, which is unsafe while callbacks and workers still put messages.
-  // Polls back off from 50 us to 400 us: a prompt callback (or a worker) wakes the waiter at once,
-  // and the polls only cover late callbacks, so they need not keep a small machine busy.
+  // `w` stays owned here: once released, nothing else may hold it, and the loop below still reads
+  // its flag and condition variable.
+  Request* raw = w.get();
+  submit(w);
+  // The waiting thread helps: it runs the graph's pending tasks (graph_.wait_for_all() returns once
+  // the graph is idle, and the graph's context has concurrent_wait so that is safe while others
+  // put messages), which also keeps progress from depending on a TBB worker waking up — seen
+  // stalled with oneTBB 2021.8 when only an external thread had put work. Then it checks the device
+  // commands it waits for, because callbacks can arrive milliseconds late (NVIDIA) or, for failed
+  // commands, never (PoCL). Sleeps back off from 50 us to 400 us; a prompt completion wakes it.
   std::unique_lock lock(raw->m);
   auto interval = std::chrono::microseconds(50);
   while (!raw->released) {
     lock.unlock();
+    graph_.wait_for_all();
     poll_watched();
     lock.lock();
+    if (raw->released) break;
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
@@ -360,7 +368,9 @@ struct WatchToken {
 };
 }  // namespace
 
-void Engine::deliver_completion(const RequestPtr& r) { streaming_.gateway().try_put(r); }
+void Engine::deliver_completion(const RequestPtr& r) {
+  if (!drop_callbacks_) streaming_.gateway().try_put(r);
+}
 
 namespace {
 void CL_CALLBACK on_event(cl_event, cl_int, void* data) {

@@ -119,8 +119,12 @@ class Engine {
     Engine* engine = nullptr;
   };
   std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
+  bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
 
-  tbb::flow::graph graph_;
+  // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while
+  // callbacks and workers keep putting messages (without the trait it does, on return).
+  tbb::task_group_context graph_context_{tbb::task_group_context::isolated, tbb::task_group_context::concurrent_wait};
+  tbb::flow::graph graph_{graph_context_};
   Dispatcher dispatcher_;
   Streaming streaming_;
   HostNode host_;
