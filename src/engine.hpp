@@ -130,7 +130,6 @@ class Engine {
   HostNode host_;
   Receiver receiver_;
 
-  friend struct EngineTestAccess;
 };
 
 }  // namespace hetflow::detail
