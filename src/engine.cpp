@@ -1,5 +1,6 @@
 #include "engine.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -244,16 +245,14 @@ void Engine::wait_all() {
 
 std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
   std::lock_guard lock(failures_mutex_);
-  std::vector<Failure> taken;
-  auto keep = failures_.begin();
-  for (auto& f : failures_) {
-    const bool match = !tile || std::find(f.tiles.begin(), f.tiles.end(), tile->id) != f.tiles.end();
-    if (match)
-      taken.push_back(std::move(f));
-    else
-      *keep++ = std::move(f);
-  }
-  failures_.erase(keep, failures_.end());
+  auto concerns_tile = [&](const Failure& f) {
+    return !tile || std::find(f.tiles.begin(), f.tiles.end(), tile->id) != f.tiles.end();
+  };
+  // Failures of other tiles stay, in order, for their own wait.
+  auto first_taken = std::stable_partition(failures_.begin(), failures_.end(),
+                                           [&](const Failure& f) { return !concerns_tile(f); });
+  std::vector<Failure> taken(std::make_move_iterator(first_taken), std::make_move_iterator(failures_.end()));
+  failures_.erase(first_taken, failures_.end());
   for (auto& f : taken) {
     f.request->reported.store(true, std::memory_order_release);
     f.request.reset();

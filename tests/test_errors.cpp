@@ -163,3 +163,14 @@ TEST_CASE("a host task that throws fails, its dependants are cancelled, and the 
     check_still_works(c);
   }
 }
+
+TEST_CASE("each wait(t) reports the failures of its own tile, whichever is waited for first") {
+  Controller c(test::options(Policy::async));
+  auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto x = c.tile<float>(64, "x"), y = c.tile<float>(64, "y");
+  c.launch(scale, Range(1 << 20).local(1 << 20), io(x), 64, 2.0f);  // refused by the driver
+  c.launch(scale, Range(1 << 20).local(1 << 20), io(y), 64, 3.0f);
+  CHECK_THROWS_WITH_AS(c.wait(y), doctest::Contains("request #2"), RequestFailed);
+  CHECK_THROWS_WITH_AS(c.wait(x), doctest::Contains("request #1"), RequestFailed);
+  CHECK_NOTHROW(c.wait_all());
+}
