@@ -18,6 +18,21 @@ using Case = test::AppendixCase;
 
 const Policy policies[] = {Policy::async, Policy::sync};
 
+// On a CPU device the overlap of two commands depends on PoCL's threads getting the cores when the
+// commands are ready; another process can take them (seen once under a parallel build). So under
+// async the overlap must show in one of three runs of the case (its results are checked in every
+// run); under sync it must never show.
+template <class Run>
+void expect_overlap(Policy p, Run&& run) {
+  if (p == Policy::sync) {
+    CHECK_FALSE(run());
+    return;
+  }
+  bool shown = false;
+  for (int attempt = 0; attempt < 3 && !shown; ++attempt) shown = run();
+  CHECK(shown);
+}
+
 }  // namespace
 
 TEST_CASE("T-01: a host change between two H2Ds reaches the device") {
@@ -40,25 +55,23 @@ TEST_CASE("T-01: a host change between two H2Ds reaches the device") {
 TEST_CASE("T-02: H2D of b and D2H of a overlap, and a comes back unchanged") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
-    Case t(p);
-    auto a = t.c.tile<float>(long_n, "a");
-    auto b = t.c.tile<float>(long_n, "b");
-    change(t.c, a, 1.0f);
-    change(t.c, b, 2.0f);
-    t.c.move_to(a);
-    t.c.wait_all();
-    change(t.c, a, 0.0f);
-    t.c.wait_all();
-    t.c.move_to(b);
-    t.c.move_from(a);
-    t.c.wait_all();
-    CHECK(test::all_equal(a, 1.0f));
-    const auto recs = t.c.records();
-    const bool overlap = interval(recs, "move_to(b)").overlaps(interval(recs, "move_from(a)"));
-    if (p == Policy::async)
-      CHECK(overlap);
-    else
-      CHECK_FALSE(overlap);
+    expect_overlap(p, [&] {
+      Case t(p);
+      auto a = t.c.tile<float>(long_n, "a");
+      auto b = t.c.tile<float>(long_n, "b");
+      change(t.c, a, 1.0f);
+      change(t.c, b, 2.0f);
+      t.c.move_to(a);
+      t.c.wait_all();
+      change(t.c, a, 0.0f);
+      t.c.wait_all();
+      t.c.move_to(b);
+      t.c.move_from(a);
+      t.c.wait_all();
+      CHECK(test::all_equal(a, 1.0f));
+      const auto recs = t.c.records();
+      return interval(recs, "move_to(b)").overlaps(interval(recs, "move_from(a)"));
+    });
   }
 }
 
@@ -85,33 +98,32 @@ TEST_CASE("T-03: H2D, kernel, D2H in a chain") {
 TEST_CASE("T-04: the kernel overlaps an independent H2D") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
-    Case t(p);
-    auto a = t.c.tile<float>(long_n, "a");
-    auto b = t.c.tile<float>(long_n, "b");
-    auto c = t.c.tile<float>(long_n, "c");
-    test::fill(a, 1.0f);
-    test::fill(b, 0.0f);
-    test::fill(c, 2.0f);
-    t.c.move_to(a);
-    t.c.wait_all();
-    t.K(a, b, 4);
-    t.c.move_to(c);
-    t.c.move_from(b);
-    t.c.wait_all();
-    CHECK(test::all_equal(b, 1.0f));
-    const auto recs = t.c.records();
-    const bool overlap = interval(recs, "copy_loop").overlaps(interval(recs, "move_to(c)"));
-    if (p == Policy::async)
-      CHECK(overlap);
-    else
-      CHECK_FALSE(overlap);
+    expect_overlap(p, [&] {
+      Case t(p);
+      auto a = t.c.tile<float>(long_n, "a");
+      auto b = t.c.tile<float>(long_n, "b");
+      auto c = t.c.tile<float>(long_n, "c");
+      test::fill(a, 1.0f);
+      test::fill(b, 0.0f);
+      test::fill(c, 2.0f);
+      t.c.move_to(a);
+      t.c.wait_all();
+      t.K(a, b, 4);
+      t.c.move_to(c);
+      t.c.move_from(b);
+      t.c.wait_all();
+      CHECK(test::all_equal(b, 1.0f));
+      const auto recs = t.c.records();
+      return interval(recs, "copy_loop").overlaps(interval(recs, "move_to(c)"));
+    });
   }
 }
 
 namespace {
 // T-05 and T-06 share their set-up; `sync_before_change` is the thesis's sync, which the host-task
 // tracking of DESIGN.md §3 makes unnecessary — both forms must give the same results.
-void t05_t06(Policy p, bool with_d, bool sync_before_change) {
+// Returns whether the overlap the case expects under async showed (under sync: any overlap).
+bool t05_t06(Policy p, bool with_d, bool sync_before_change) {
   Case t(p);
   auto a = t.c.tile<float>(long_n, "a");
   auto b = t.c.tile<float>(long_n, "b");
@@ -136,13 +148,7 @@ void t05_t06(Policy p, bool with_d, bool sync_before_change) {
   const auto recs = t.c.records();
   const auto k = interval(recs, "copy_loop");
   const auto d2h_c = interval(recs, "move_from(c)");
-  if (!with_d) {
-    if (p == Policy::async)
-      CHECK(k.overlaps(d2h_c));
-    else
-      CHECK_FALSE(k.overlaps(d2h_c));
-    return;
-  }
+  if (!with_d) return k.overlaps(d2h_c);
   const auto h2d_d = interval(recs, "move_to(d)");
   // Three queues busy at one instant: the latest start precedes the earliest end.
   MESSAGE("K [" << k.start << ", " << k.end << ") D2H(c) [" << d2h_c.start << ", " << d2h_c.end << ") H2D(d) ["
@@ -152,12 +158,8 @@ void t05_t06(Policy p, bool with_d, bool sync_before_change) {
   // commands at one instant; there both transfers must still run inside the kernel's interval.
   const auto& dev = t.c.device();
   const bool three_engines = (dev.type & CL_DEVICE_TYPE_GPU) || dev.compute_units >= 3;
-  if (p == Policy::async && three_engines)
-    CHECK(three);
-  else if (p == Policy::async)
-    CHECK((k.overlaps(d2h_c) && k.overlaps(h2d_d)));
-  else
-    CHECK_FALSE((k.overlaps(d2h_c) || k.overlaps(h2d_d) || d2h_c.overlaps(h2d_d)));
+  if (p == Policy::sync) return k.overlaps(d2h_c) || k.overlaps(h2d_d) || d2h_c.overlaps(h2d_d);
+  return three_engines ? three : k.overlaps(d2h_c) && k.overlaps(h2d_d);
 }
 }  // namespace
 
@@ -166,7 +168,7 @@ TEST_CASE("T-05: the kernel overlaps D2H of c, and c keeps its device value") {
     for (bool sync_before : {true, false}) {
       CAPTURE(test::policy_name(p));
       CAPTURE(sync_before);
-      t05_t06(p, false, sync_before);
+      expect_overlap(p, [&] { return t05_t06(p, false, sync_before); });
     }
 }
 
@@ -175,7 +177,7 @@ TEST_CASE("T-06: kernel, D2H and H2D run at once on three queues") {
     for (bool sync_before : {true, false}) {
       CAPTURE(test::policy_name(p));
       CAPTURE(sync_before);
-      t05_t06(p, true, sync_before);
+      expect_overlap(p, [&] { return t05_t06(p, true, sync_before); });
     }
 }
 
@@ -206,27 +208,25 @@ TEST_CASE("T-07: H2D of a waits for the kernel reading a (WAR)") {
 TEST_CASE("T-08: D2H of a overlaps the kernel reading it") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
-    Case t(p);
-    auto a = t.c.tile<float>(long_n, "a");
-    auto b = t.c.tile<float>(long_n, "b");
-    test::fill(a, 1.0f);
-    test::fill(b, 0.0f);
-    t.c.move_to(a);
-    t.c.wait_all();
-    change(t.c, a, 2.0f);
-    t.c.wait_all();
-    t.c.move_to(a);
-    t.K(a, b, 4);
-    t.c.move_from(a);
-    t.c.move_from(b);
-    t.c.wait_all();
-    CHECK(test::all_equal(a, 2.0f));
-    CHECK(test::all_equal(b, 2.0f));
-    const auto recs = t.c.records();
-    const bool overlap = interval(recs, "copy_loop").overlaps(interval(recs, "move_from(a)"));
-    if (p == Policy::async)
-      CHECK(overlap);
-    else
-      CHECK_FALSE(overlap);
+    expect_overlap(p, [&] {
+      Case t(p);
+      auto a = t.c.tile<float>(long_n, "a");
+      auto b = t.c.tile<float>(long_n, "b");
+      test::fill(a, 1.0f);
+      test::fill(b, 0.0f);
+      t.c.move_to(a);
+      t.c.wait_all();
+      change(t.c, a, 2.0f);
+      t.c.wait_all();
+      t.c.move_to(a);
+      t.K(a, b, 4);
+      t.c.move_from(a);
+      t.c.move_from(b);
+      t.c.wait_all();
+      CHECK(test::all_equal(a, 2.0f));
+      CHECK(test::all_equal(b, 2.0f));
+      const auto recs = t.c.records();
+      return interval(recs, "copy_loop").overlaps(interval(recs, "move_from(a)"));
+    });
   }
 }
