@@ -87,9 +87,8 @@ struct Request : std::enable_shared_from_this<Request> {
 
   // Host-side consumers: predecessors still to complete (+1 while arming).
   std::atomic<int> unmet{0};
-  // Wait requests: set, under `m`, when every predecessor is done. A mutex and condition variable
-  // rather than std::binary_semaphore, whose timed wait in GCC 12's libstdc++ is not trustworthy
-  // (libstdc++ PR 104928 and its FIXMEs).
+  // Wait requests: set, under `m`, when every predecessor is done; the waiting thread sleeps on
+  // the condition variable between its polls (Engine::wait_request).
   bool released = false;
   std::condition_variable released_cv;
 
