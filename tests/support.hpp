@@ -62,4 +62,28 @@ struct AppendixCase {
   hetflow::Kernel k;
 };
 
+// The requests of T-05 (with_d = false) and T-06 on fresh tiles of n floats a=1, b=0, c=2, d=3;
+// `sync_before_change` is the thesis's sync before change(c,0), which the host-task tracking of
+// DESIGN.md §3 makes unnecessary. Ends with wait_all; returns the tiles (a, b, c, d).
+inline std::vector<hetflow::Tile<float>> run_t05_t06(AppendixCase& t, std::size_t n, bool with_d,
+                                                     bool sync_before_change) {
+  auto a = t.c.tile<float>(n, "a"), b = t.c.tile<float>(n, "b"), c = t.c.tile<float>(n, "c"),
+       d = t.c.tile<float>(n, "d");
+  fill(a, 1.0f);
+  fill(b, 0.0f);
+  fill(c, 2.0f);
+  fill(d, 3.0f);
+  t.c.move_to(a);
+  t.c.move_to(c);
+  if (sync_before_change) t.c.wait_all();
+  change(t.c, c, 0.0f);
+  t.c.wait_all();
+  t.K(a, b, 4);
+  t.c.move_from(c);
+  if (with_d) t.c.move_to(d);
+  t.c.move_from(b);
+  t.c.wait_all();
+  return {a, b, c, d};
+}
+
 }  // namespace test

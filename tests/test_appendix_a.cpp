@@ -120,31 +120,12 @@ TEST_CASE("T-04: the kernel overlaps an independent H2D") {
 }
 
 namespace {
-// T-05 and T-06 share their set-up; `sync_before_change` is the thesis's sync, which the host-task
-// tracking of DESIGN.md §3 makes unnecessary — both forms must give the same results.
 // Returns whether the overlap the case expects under async showed (under sync: any overlap).
 bool t05_t06(Policy p, bool with_d, bool sync_before_change) {
   Case t(p);
-  auto a = t.c.tile<float>(long_n, "a");
-  auto b = t.c.tile<float>(long_n, "b");
-  auto c = t.c.tile<float>(long_n, "c");
-  auto d = t.c.tile<float>(long_n, "d");
-  test::fill(a, 1.0f);
-  test::fill(b, 0.0f);
-  test::fill(c, 2.0f);
-  test::fill(d, 3.0f);
-  t.c.move_to(a);
-  t.c.move_to(c);
-  if (sync_before_change) t.c.wait_all();
-  change(t.c, c, 0.0f);
-  t.c.wait_all();
-  t.K(a, b, 4);
-  t.c.move_from(c);
-  if (with_d) t.c.move_to(d);
-  t.c.move_from(b);
-  t.c.wait_all();
-  CHECK(test::all_equal(b, 1.0f));
-  CHECK(test::all_equal(c, 2.0f));
+  const auto tiles = test::run_t05_t06(t, long_n, with_d, sync_before_change);
+  CHECK(test::all_equal(tiles[1], 1.0f));
+  CHECK(test::all_equal(tiles[2], 2.0f));
   const auto recs = t.c.records();
   const auto k = interval(recs, "copy_loop");
   const auto d2h_c = interval(recs, "move_from(c)");

@@ -515,26 +515,9 @@ namespace {
 // T-06 of Appendix A (with the thesis's sync before change(c,0)), traced to `path`.
 void t06_trace(Policy p, const fs::path& path) {
   Case t(p);
-  auto a = t.c.tile<float>(long_n, "a");
-  auto b = t.c.tile<float>(long_n, "b");
-  auto c = t.c.tile<float>(long_n, "c");
-  auto d = t.c.tile<float>(long_n, "d");
-  test::fill(a, 1.0f);
-  test::fill(b, 0.0f);
-  test::fill(c, 2.0f);
-  test::fill(d, 3.0f);
-  t.c.move_to(a);
-  t.c.move_to(c);
-  t.c.wait_all();
-  test::change(t.c, c, 0.0f);
-  t.c.wait_all();
-  t.K(a, b, 4);
-  t.c.move_from(c);
-  t.c.move_to(d);
-  t.c.move_from(b);
-  t.c.wait_all();
-  REQUIRE(test::all_equal(b, 1.0f));
-  REQUIRE(test::all_equal(c, 2.0f));
+  const auto tiles = test::run_t05_t06(t, long_n, true, true);
+  REQUIRE(test::all_equal(tiles[1], 1.0f));
+  REQUIRE(test::all_equal(tiles[2], 2.0f));
   hetflow::write_trace(t.c, path.string());
 }
 }  // namespace
