@@ -62,6 +62,24 @@ struct AppendixCase {
   hetflow::Kernel k;
 };
 
+// The requests of T-07 on fresh tiles of n floats a=1, b=0 with a long kernel: the second
+// move_to(a) must wait for the kernel reading a (WAR). Ends with wait_all; returns (a, b).
+inline std::vector<hetflow::Tile<float>> run_t07(AppendixCase& t, std::size_t n) {
+  auto a = t.c.tile<float>(n, "a"), b = t.c.tile<float>(n, "b");
+  fill(a, 1.0f);
+  fill(b, 0.0f);
+  t.c.move_to(a);
+  t.c.wait_all();
+  change(t.c, a, 2.0f);
+  t.c.wait_all();
+  t.K(a, b, 20000);
+  t.c.move_to(a);
+  t.c.move_from(b);
+  t.c.move_from(a);
+  t.c.wait_all();
+  return {a, b};
+}
+
 // The requests of T-05 (with_d = false) and T-06 on fresh tiles of n floats a=1, b=0, c=2, d=3;
 // `sync_before_change` is the thesis's sync before change(c,0), which the host-task tracking of
 // DESIGN.md §3 makes unnecessary. Ends with wait_all; returns the tiles (a, b, c, d).

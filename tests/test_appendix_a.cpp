@@ -166,21 +166,9 @@ TEST_CASE("T-07: H2D of a waits for the kernel reading a (WAR)") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
     Case t(p);
-    auto a = t.c.tile<float>(short_n, "a");
-    auto b = t.c.tile<float>(short_n, "b");
-    test::fill(a, 1.0f);
-    test::fill(b, 0.0f);
-    t.c.move_to(a);
-    t.c.wait_all();
-    change(t.c, a, 2.0f);
-    t.c.wait_all();
-    t.K(a, b, 20000);
-    t.c.move_to(a);
-    t.c.move_from(b);
-    t.c.move_from(a);
-    t.c.wait_all();
-    CHECK(test::all_equal(a, 2.0f));
-    CHECK(test::all_equal(b, 1.0f));
+    const auto tiles = test::run_t07(t, short_n);
+    CHECK(test::all_equal(tiles[0], 2.0f));
+    CHECK(test::all_equal(tiles[1], 1.0f));
     const auto recs = t.c.records();
     CHECK(interval(recs, "move_to(a)", 1).start >= interval(recs, "copy_loop").end);
   }

@@ -400,20 +400,7 @@ TEST_CASE("T-07 dump: the WAR edge from the kernel reading a to the second move_
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
     Case t(p);
-    auto a = t.c.tile<float>(short_n, "a");
-    auto b = t.c.tile<float>(short_n, "b");
-    test::fill(a, 1.0f);
-    test::fill(b, 0.0f);
-    t.c.move_to(a);
-    t.c.wait_all();
-    test::change(t.c, a, 2.0f);
-    t.c.wait_all();
-    t.K(a, b, 20000);
-    t.c.move_to(a);
-    t.c.move_from(b);
-    t.c.move_from(a);
-    t.c.wait_all();
-    REQUIRE(test::all_equal(a, 2.0f));
+    REQUIRE(test::all_equal(test::run_t07(t, short_n)[0], 2.0f));
 
     const json dump = json::parse(hetflow::to_json(t.c.records(), hetflow::graph_info(t.c)));
     const auto k = id_of(dump, "copy_loop"), h2d = id_of(dump, "move_to(a)", 1);
