@@ -1,6 +1,7 @@
 // The OpenCL streaming node: serial, so each queue receives its commands in program order. It
 // enqueues with event wait lists and returns at once; completion comes back, only where a host-side
-// consumer asked for it, through clSetEventCallback and the async_node's gateway.
+// consumer asked for it, through clSetEventCallback and the async_node's gateway. Queues are
+// flushed when something needs their commands on the device, not after each (src/flush_policy.hpp).
 #include "engine.hpp"
 #include "log.hpp"
 
@@ -64,6 +65,12 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
 }  // namespace
 
 void Engine::enqueue(const RequestPtr& r) {
+  enqueue_command(r);
+  if (streaming_backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && policy == Policy::async)
+    flush_policy_.idle([this](unsigned q) { clFlush(queues[q]()); });
+}
+
+void Engine::enqueue_command(const RequestPtr& r) {
   std::vector<cl_event> wait_list = std::move(r->gates);  // retained by the dispatcher
   auto release_gates = [&] {
     for (std::size_t i = 0; i < wait_list.size(); ++i) clReleaseEvent(wait_list[i]);
@@ -92,6 +99,13 @@ void Engine::enqueue(const RequestPtr& r) {
     return;
   }
 
+  // OpenCL: a command may wait on another queue's event only once that queue was flushed.
+  for (const auto& p : r->preds)
+    if (p->lane != r->lane && flush_policy_.dirty(p->lane)) {
+      clFlush(queues[p->lane]());
+      flush_policy_.flushed(p->lane);
+    }
+
   cl_command_queue q = queues[r->lane]();
   cl_event ev = nullptr;
   std::string what;
@@ -114,15 +128,17 @@ void Engine::enqueue(const RequestPtr& r) {
   }
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
-  // Commands another queue may wait on must reach the device now, not when the driver batches.
-  if (policy == Policy::async) clFlush(q);
+  if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { clFlush(queues[i]()); });
 
   bool register_now = false;
   {
     std::lock_guard lock(r->m);
     if (r->watch_requested && !r->watched) register_now = r->watched = true;
   }
-  if (register_now) watch(r);
+  if (register_now) {
+    watch(r);  // flushes r's queue
+    flush_policy_.flushed(r->lane);
+  }
 }
 
 }  // namespace hetflow::detail

@@ -59,10 +59,14 @@ Engine::Engine(const ControllerOptions& options)
       recording(record_from(options)),
       context(cl_call("clCreateContext", [&] { return cl::Context(choice.device.device); })),
       programs(context, choice.device.device),
+      flush_policy_(policy == Policy::sync ? 1 : 2 + kernel_queue_count, 8, 50'000),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
                     dispatch(r);
-                    if (on_device(r->kind)) std::get<0>(ports).try_put(r);
+                    if (on_device(r->kind)) {
+                      streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
+                      std::get<0>(ports).try_put(r);
+                    }
                   }),
       streaming_(graph_, tbb::flow::serial, [this](const RequestPtr& r, Streaming::gateway_type&) { enqueue(r); }),
       host_(graph_, tbb::flow::unlimited,
@@ -163,6 +167,11 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   const std::size_t bytes = s->bytes();
   const std::string what = "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "'";
   s->device_buffer = cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE, bytes); });
+  // Runtimes may allocate device memory at a buffer's first use (NVIDIA's does), and that holds
+  // back commands on other queues (perf/bench_copy_concurrency, "fresh"); allocating is this
+  // call's job, so one byte is written now. Not clEnqueueMigrateMemObjects: NVIDIA's OpenCL
+  // (driver 580) crashed in its own thread soon after migrating new buffers.
+  cl_call(what.c_str(), [&] { return service_queue_.enqueueFillBuffer(s->device_buffer, cl_uchar(0), 0, 1); });
   if (!device_only) {
     s->host_buffer =
         cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes); });
@@ -170,6 +179,8 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
       return service_queue_.enqueueMapBuffer(s->host_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes);
     });
     s->unmap_queue = service_queue_;
+  } else {
+    cl_call(what.c_str(), [&] { return service_queue_.finish(); });
   }
   return s;
 }

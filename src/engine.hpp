@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "dependency_tracker.hpp"
+#include "flush_policy.hpp"
 #include "request.hpp"
 
 namespace hetflow::detail {
@@ -82,6 +83,7 @@ class Engine {
 
  private:
   void wait_request(RequestPtr w);
+  void enqueue_command(const RequestPtr& r);  // enqueue's work, before the idle flush
   bool is_done(const RequestPtr& r);
   void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
   void ready(const RequestPtr& r);
@@ -102,6 +104,11 @@ class Engine {
   Tracker tracker_;
   std::vector<RequestPtr> untracked_;  // requests with no tile access, for wait_all
   std::vector<Tracker::Edge> edge_scratch_;
+
+  // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the
+  // streaming node knows when it ran dry and flushes what it held back.
+  FlushPolicy flush_policy_;
+  std::atomic<std::size_t> streaming_backlog_{0};
 
   std::mutex watched_mutex_;
   std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete
