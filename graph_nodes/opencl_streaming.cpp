@@ -77,6 +77,7 @@ void Engine::enqueue_command(const RequestPtr& r) {
   };
   std::string cause = std::move(r->cancel_cause);
   const std::size_t gate_count = wait_list.size();
+  bool host_free = gate_count == 0;
   if (cause.empty()) {
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
@@ -89,6 +90,7 @@ void Engine::enqueue_command(const RequestPtr& r) {
       }
       wait_list.push_back(e);
       if (!p->finished) p->device_dependants.push_back(r);
+      host_free = host_free && (p->finished || p->host_free);
     }
   }
   if (!cause.empty()) {
@@ -126,6 +128,12 @@ void Engine::enqueue_command(const RequestPtr& r) {
     finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
   }
+  // An in-order queue runs a command only after the ones before it, so a command behind one that
+  // waits on the host is not host-free either, until that one has finished.
+  RequestPtr& blocker = lane_blocker_[r->lane];
+  if (blocker && blocker->done_flag.load(std::memory_order_acquire)) blocker.reset();
+  r->host_free = host_free && !blocker;
+  if (!r->host_free) blocker = r;
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
   if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { clFlush(queues[i]()); });

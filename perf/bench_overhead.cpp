@@ -2,7 +2,8 @@
 // kernels and 4-byte transfers, on the default device (HETFLOW_DEVICE picks another).
 //   bench_overhead [requests-per-run=20000] [runs=7]
 // Each run times native and hetflow back to back (interleaved), so machine noise hits both;
-// the table shows medians. hetflow runs with recording off and on (what dumps cost).
+// the table shows medians. hetflow runs with recording off and on (what dumps cost). The last row
+// is the sync policy: each 4-byte transfer blocks until done, against blocking clEnqueue calls.
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
@@ -76,6 +77,12 @@ struct Native {
     clWaitForEvents(1, &prev);
     clReleaseEvent(prev);
   }
+  void blocking_transfers(int n) {
+    for (int i = 0; i < n; ++i)
+      check(i % 2 == 0 ? clEnqueueWriteBuffer(h2d_q(), buffer(), CL_TRUE, 0, 4, host, 0, nullptr, nullptr)
+                       : clEnqueueReadBuffer(h2d_q(), buffer(), CL_TRUE, 0, 4, host, 0, nullptr, nullptr),
+            "blocking clEnqueue{Write,Read}Buffer");
+  }
   cl::Context context;
   cl::CommandQueue kernel_q, h2d_q, d2h_q;
   cl::Program program;
@@ -85,12 +92,12 @@ struct Native {
 };
 
 struct Hetflow {
-  explicit Hetflow(bool record) : c(options(record)), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
+  explicit Hetflow(bool record, Policy policy = Policy::async) : c(options(record, policy)), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
     x[0] = 1.0f;
   }
-  static ControllerOptions options(bool record) {
+  static ControllerOptions options(bool record, Policy policy) {
     ControllerOptions o;
-    o.policy = Policy::async;
+    o.policy = policy;
     o.kernel_queues = 1;
     o.record = record;
     return o;
@@ -122,16 +129,19 @@ int main(int argc, char** argv) {
   std::printf("perf/overhead on %s (%s), %d requests per run, median of %d runs\n", device.device.name.c_str(),
               device.device.platform_name.c_str(), n, runs);
   Native native(device.device);
-  std::vector<double> nk, nt, hk, ht, rk, rt;
+  std::vector<double> nk, nt, hk, ht, rk, rt, ns, hs;
+  const int blocking_n = std::max(1, n / 10);  // blocking requests are slower; fewer keep runs short
   for (int r = 0; r < runs + 1; ++r) {
     // A fresh controller per run keeps recording's history from growing across runs.
-    Hetflow plain(false), recorded(true);
+    Hetflow plain(false), recorded(true), sync(false, Policy::sync);
     const double a = seconds_of([&] { native.kernels(n); });
     const double b = seconds_of([&] { plain.kernels(n); });
     const double c = seconds_of([&] { recorded.kernels(n); });
     const double d = seconds_of([&] { native.transfers(n); });
     const double e = seconds_of([&] { plain.transfers(n); });
     const double f = seconds_of([&] { recorded.transfers(n); });
+    const double g = seconds_of([&] { native.blocking_transfers(blocking_n); });
+    const double h = seconds_of([&] { sync.transfers(blocking_n); });
     if (r == 0) continue;  // warm-up: program builds, first allocations, thread start-up
     nk.push_back(a);
     hk.push_back(b);
@@ -139,6 +149,8 @@ int main(int argc, char** argv) {
     nt.push_back(d);
     ht.push_back(e);
     rt.push_back(f);
+    ns.push_back(g);
+    hs.push_back(h);
   }
   auto us = [&](const std::vector<double>& v) { return median(v) / n * 1e6; };
   std::printf("\n%-22s %12s %12s %12s %14s %14s\n", "request", "native us", "hetflow us", "added us", "recording us",
@@ -147,5 +159,8 @@ int main(int argc, char** argv) {
               us(rk) - us(nk));
   std::printf("%-22s %12.2f %12.2f %12.2f %14.2f %14.2f\n", "4-byte H2D/D2H", us(nt), us(ht), us(ht) - us(nt), us(rt),
               us(rt) - us(nt));
+  auto us_blocking = [&](const std::vector<double>& v) { return median(v) / blocking_n * 1e6; };
+  std::printf("%-22s %12.2f %12.2f %12.2f %14s %14s\n", "sync 4-byte transfer", us_blocking(ns), us_blocking(hs),
+              us_blocking(hs) - us_blocking(ns), "-", "-");
   return 0;
 }

@@ -14,7 +14,7 @@ cp /etc/OpenCL/vendors/*.icd /tmp/vendors/ 2>/dev/null
 echo libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/vendors
 log() { echo "== $*" | tee -a "$L/summary.txt"; }
-run() { local name=$1; shift; log "$name: $*"; "$@" > "$L/$name.log" 2>&1; local rc=$?; tail -n 4 "$L/$name.log" | tee -a "$L/summary.txt"; echo "rc=$rc" | tee -a "$L/summary.txt"; }
+run() { local name=$1; shift; log "$name: $*"; timeout 300 "$@" > "$L/$name.log" 2>&1; local rc=$?; tail -n 4 "$L/$name.log" | tee -a "$L/summary.txt"; echo "rc=$rc" | tee -a "$L/summary.txt"; }
 
 date -u +%Y-%m-%dT%H:%MZ | tee "$L/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$L/summary.txt"
@@ -24,6 +24,8 @@ run appendix_a $B/bin/test_appendix_a
 run errors $B/bin/test_errors
 [ -x $B/bin/test_random_programs ] && run random $B/bin/test_random_programs
 run enqueue_cost $B/bin/bench_enqueue_cost 40
+run driver_calls $B/bin/bench_driver_calls 20000 5
+run copy_concurrency $B/bin/bench_copy_concurrency 64 64
 run overhead_nvidia $B/bin/bench_overhead 20000 7
 HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
 run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
@@ -37,6 +39,7 @@ if $B/bin/hetflow --help | grep -q dump; then
 fi
 run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
 echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
-grep -h -A3 "perf/overhead" "$L"/overhead_*.log
+grep -h -A4 "perf/overhead" "$L"/overhead_*.log
+tail -n 9 "$L/copy_concurrency.log"
 tar czf "$OUT/logs.tgz" -C "$L" .
 cp "$L/summary.txt" "$OUT/"

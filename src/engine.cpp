@@ -85,6 +85,7 @@ Engine::Engine(const ControllerOptions& options)
   const unsigned n = policy == Policy::sync ? 1 : 2 + kernel_queue_count;
   for (unsigned i = 0; i < n; ++i)
     queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
+  lane_blocker_.resize(n);
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
   tracker_.keep_completed(recording);
@@ -216,6 +217,9 @@ void Engine::wait_request(RequestPtr w) {
   // stalled with oneTBB 2021.8 when only an external thread had put work. Then it checks the device
   // commands it waits for, because callbacks can arrive milliseconds late (NVIDIA) or, for failed
   // commands, never (PoCL). Sleeps back off from 50 us to 400 us; a prompt completion wakes it.
+  // Where the wait needs a device command that depends on nothing the host must do, the thread
+  // blocks in clWaitForEvents instead: NVIDIA's callbacks come late and a sleep of the backoff
+  // would add to every blocking request under the sync policy (perf/bench_overhead, sync row).
   std::unique_lock lock(raw->m);
   auto interval = std::chrono::microseconds(50);
   while (!raw->released) {
@@ -224,9 +228,25 @@ void Engine::wait_request(RequestPtr w) {
     poll_watched();
     lock.lock();
     if (raw->released) break;
+    if (RequestPtr p = blocking_candidate(*raw)) {
+      lock.unlock();
+      cl_event ev = p->event.load();
+      clWaitForEvents(1, &ev);  // an error status is read by on_device_complete
+      on_device_complete(p);
+      lock.lock();
+      continue;
+    }
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+RequestPtr Engine::blocking_candidate(Request& w) {
+  // Called with w.m held.
+  std::erase_if(w.device_preds, [](const RequestPtr& p) { return p->done_flag.load(std::memory_order_acquire); });
+  for (const auto& p : w.device_preds)
+    if (p->event.load() && p->host_free) return p;
+  return nullptr;
 }
 
 namespace {
@@ -356,6 +376,10 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
       p->waiters.push_back(r);
       r->unmet.fetch_add(1, std::memory_order_relaxed);
+      if (r->kind == Kind::wait && on_device(p->kind)) {
+        std::lock_guard own(r->m);
+        r->device_preds.push_back(p);
+      }
       if (on_device(p->kind) && !p->watched) {
         if (p->event.load()) {
           p->watched = true;

@@ -83,6 +83,7 @@ class Engine {
 
  private:
   void wait_request(RequestPtr w);
+  RequestPtr blocking_candidate(Request& wait);  // a pending device command safe to block on
   void enqueue_command(const RequestPtr& r);  // enqueue's work, before the idle flush
   bool is_done(const RequestPtr& r);
   void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
@@ -108,6 +109,7 @@ class Engine {
   // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the
   // streaming node knows when it ran dry and flushes what it held back.
   FlushPolicy flush_policy_;
+  std::vector<RequestPtr> lane_blocker_;  // per queue: the last command that is not host-free
   std::atomic<std::size_t> streaming_backlog_{0};
 
   std::mutex watched_mutex_;

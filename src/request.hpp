@@ -67,6 +67,10 @@ struct Request : std::enable_shared_from_this<Request> {
 
   // Device side (written by the streaming node before anyone can read it through `finished`).
   std::atomic<cl_event> event{nullptr};
+  // Its command waits, directly or through other commands, on no host request's user event, so a
+  // waiting thread may block on it in clWaitForEvents: nothing it needs runs on the host. Written
+  // before `event` is stored.
+  bool host_free = false;
 
   // Completion, guarded by `m`.
   std::mutex m;
@@ -91,6 +95,7 @@ struct Request : std::enable_shared_from_this<Request> {
   // the condition variable between its polls (Engine::wait_request).
   bool released = false;
   std::condition_variable released_cv;
+  std::vector<RequestPtr> device_preds;  // wait requests: device commands still pending at arming
 
   // Recording (dumps, traces).
   std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
