@@ -362,7 +362,7 @@ void Engine::ready(const RequestPtr& r) {
 void Engine::arm_host_side(const RequestPtr& r) {
   r->unmet.store(1, std::memory_order_relaxed);  // held while arming, so no predecessor releases it early
   for (const auto& p : r->preds) {
-    bool register_now = false;
+    bool register_now = false, flush_only = false;
     {
       std::lock_guard lock(p->m);
       if (p->finished) {
@@ -381,7 +381,11 @@ void Engine::arm_host_side(const RequestPtr& r) {
         r->device_preds.push_back(p);
       }
       if (on_device(p->kind) && !p->watched) {
-        if (p->event.load()) {
+        if (p->event.load() && p->host_free && r->kind == Kind::wait) {
+          // The waiting thread blocks on this one itself (wait_request): a callback would only
+          // cost a driver call and a graph task. The command must be flushed to complete, though.
+          flush_only = true;
+        } else if (p->event.load()) {
           p->watched = true;
           register_now = true;
         } else {
@@ -390,6 +394,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
     }
     if (register_now) watch(p);
+    if (flush_only) clFlush(queues[p->lane]());
   }
   r->preds.clear();
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
