@@ -1,6 +1,6 @@
 // The callback receiver: a device command a host-side consumer waits for has completed (its
-// clSetEventCallback fired and the gateway put it here). Records the outcome, which releases the
-// host tasks and waits that depended on it.
+// clSetEventCallback fired and the gateway put it here, or a poll or a blocking wait saw it end).
+// Records the outcome, which releases the host tasks and waits that depended on it.
 #include "engine.hpp"
 
 namespace hetflow::detail {
@@ -8,6 +8,7 @@ namespace hetflow::detail {
 void Engine::on_device_complete(const RequestPtr& r) {
   cl_int status = CL_COMPLETE;
   clGetEventInfo(r->event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  if (status > CL_COMPLETE) return;  // still queued or running (a wait that returned on an error)
   if (status == CL_COMPLETE)
     finish(*r, Status::done);
   else

@@ -231,10 +231,11 @@ void Engine::wait_request(RequestPtr w) {
     if (RequestPtr p = blocking_candidate(*raw)) {
       lock.unlock();
       cl_event ev = p->event.load();
-      clWaitForEvents(1, &ev);  // an error status is read by on_device_complete
-      on_device_complete(p);
+      const cl_int err = clWaitForEvents(1, &ev);
+      on_device_complete(p);  // reads the command's own status, failures included
       lock.lock();
-      continue;
+      // Any other error leaves the command running: poll and sleep as below rather than spin.
+      if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) continue;
     }
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
