@@ -870,3 +870,37 @@ TEST_CASE("regression: a sync request's implicit wait stays alive while the call
   CHECK(ok);
 }
 
+
+// Regression (found by the random programs with callbacks dropped, after waits began blocking in
+// clWaitForEvents): a wait may block on a device command only if nothing it needs runs on the
+// host. move_to(b) has no predecessor of its own, but its in-order queue runs it after move_to(a),
+// which is gated on a host task, which waits for a D2H that only a poll will notice here (no
+// callbacks). A waiter blocked on move_to(b) polled nothing, so the host task never ran: wait(b)
+// hung. The long kernel makes the D2H end after the waiter has started to wait.
+TEST_CASE("regression: a wait does not block on a command queued behind a host-gated one (callbacks dropped)") {
+  ::setenv("HETFLOW_DEBUG_DROP_CALLBACKS", "1", 1);
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    test::AppendixCase t(p);
+    auto src = t.c.tile<float>(1000, "src"), x = t.c.tile<float>(1000, "x");
+    auto a = t.c.tile<float>(1000, "a"), b = t.c.tile<float>(1000, "b");
+    test::fill(src, 3.0f);
+    test::fill(b, 7.0f);
+    Watchdog dog(std::chrono::seconds(60));
+    dog.begin(std::string("regression: gated queue, ") + test::policy_name(p));
+    t.c.move_to(src);
+    t.K(src, x, 20000);  // long: x = src
+    t.c.move_from(x);
+    t.c.host_task("a = x + 1", [x, a] { for (std::size_t i = 0; i < a.size(); ++i) a[i] = x[i] + 1.0f; },
+                  hetflow::in(x), hetflow::out(a));
+    t.c.move_to(a);  // gated on the host task
+    t.c.move_to(b);  // behind it on the same queue
+    dog.step(0);
+    t.c.wait(b);
+    t.c.move_from(a);
+    t.c.wait_all();
+    CHECK(test::all_equal(a, 4.0f));
+    CHECK(test::all_equal(b, 7.0f));
+  }
+  ::unsetenv("HETFLOW_DEBUG_DROP_CALLBACKS");
+}
