@@ -60,7 +60,7 @@ Engine::Engine(const ControllerOptions& options)
       context(cl_call("clCreateContext", [&] { return cl::Context(choice.device.device); })),
       programs(context, choice.device.device),
       // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
-      // more than 50 us (about three NVIDIA enqueues) before the device may see it.
+      // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
       flush_policy_(policy == Policy::sync ? 1 : 2 + kernel_queue_count, 8, 50'000),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
