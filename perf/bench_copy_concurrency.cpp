@@ -81,10 +81,22 @@ int main(int argc, char** argv) {
     for (const auto& c : cases) {
       cl::Event ek, eu, ed;
       if (c.fresh) dev_up = cl::Buffer(ctx, CL_MEM_READ_WRITE, bytes);
-      if (c.touched) service.enqueueFillBuffer(dev_up, cl_uchar(0), 0, 1), service.finish();
-      if (c.kernel) kq.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(256), cl::NDRange(256), nullptr, &ek), kq.flush();
-      if (c.d2h) down.enqueueReadBuffer(dev_down, CL_FALSE, 0, bytes, host_down, nullptr, &ed), down.flush();
-      if (c.h2d) up.enqueueWriteBuffer(dev_up, CL_FALSE, 0, bytes, host_up, nullptr, &eu), up.flush();
+      if (c.touched) {
+        service.enqueueFillBuffer(dev_up, cl_uchar(0), 0, 1);
+        service.finish();
+      }
+      if (c.kernel) {
+        kq.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(256), cl::NDRange(256), nullptr, &ek);
+        kq.flush();
+      }
+      if (c.d2h) {
+        down.enqueueReadBuffer(dev_down, CL_FALSE, 0, bytes, host_down, nullptr, &ed);
+        down.flush();
+      }
+      if (c.h2d) {
+        up.enqueueWriteBuffer(dev_up, CL_FALSE, 0, bytes, host_up, nullptr, &eu);
+        up.flush();
+      }
       kq.finish();
       up.finish();
       down.finish();

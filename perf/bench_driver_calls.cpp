@@ -70,8 +70,10 @@ int main(int argc, char** argv) {
   Setup s(device.device);
   std::vector<cl_event> events(std::size_t(n), nullptr);
   auto release_all = [&] {
-    for (auto& e : events)
-      if (e) clReleaseEvent(e), e = nullptr;
+    for (auto& e : events) {
+      if (e) clReleaseEvent(e);
+      e = nullptr;
+    }
   };
   auto drain = [&] {
     s.q0.finish();
