@@ -3,6 +3,8 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
@@ -125,9 +127,16 @@ RunResult jacobi(Controller& c, int n, int iterations, int copy_every) {
   const Extent extent{std::size_t(n), std::size_t(n)};
   const std::size_t count = extent.count();
   Kernel step = c.kernel("jacobi.cl", "jacobi_step", kBuildOptions);
-  Tile<float> grid[2] = {c.tile<float>(extent, "grid0"), c.tile<float>(extent, "grid1")};
+  // The grids rotate, and there are enough of them that two consecutive snapshots never read the
+  // same one: a snapshot lands in its grid's own host image, so with two grids and an even
+  // copy_every each D2H would wait for the host sum of the snapshot before (WAR on the host image).
+  // The hand-written version decouples them the same way with two separate snapshot buffers.
+  int grids = 2;
+  while (copy_every % grids == 0) ++grids;
+  std::vector<Tile<float>> grid;
+  for (int g = 0; g < grids; ++g) grid.push_back(c.tile<float>(extent, "grid" + std::to_string(g)));
   const Range range = stencil_range(n, n);
-  c.launch(step, range, in(grid[0]), out(grid[1]), n);  // warm-up
+  for (int g = 0; g < grids; ++g) c.launch(step, range, in(grid[g]), out(grid[(g + 1) % grids]), n);  // warm-up
   c.wait_all();
   {
     std::vector<float> init;
@@ -141,8 +150,9 @@ RunResult jacobi(Controller& c, int n, int iterations, int copy_every) {
   c.move_to(grid[0]);
   int cur = 0;
   for (int it = 0; it < iterations; ++it) {
-    c.launch(step, range, in(grid[cur]), out(grid[1 - cur]), n);
-    cur = 1 - cur;
+    const int next = (cur + 1) % grids;
+    c.launch(step, range, in(grid[cur]), out(grid[next]), n);
+    cur = next;
     if ((it + 1) % copy_every != 0) continue;
     c.move_from(grid[cur]);
     sums.push_back(0.0);
