@@ -111,19 +111,39 @@ void Engine::enqueue_command(const RequestPtr& r) {
   cl_command_queue q = queues[r->lane]();
   cl_event ev = nullptr;
   std::string what;
-  cl_int err;
+  cl_int err = CL_SUCCESS;
   const auto n = cl_uint(wait_list.size());
   const cl_event* list = n ? wait_list.data() : nullptr;
-  if (r->kind == Kind::kernel) {
-    err = enqueue_kernel(q, *r, n, list, &ev, what);
-  } else {
-    const bool to_device = r->kind == Kind::h2d;
-    what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
+  {
+    // PoCL 3.1 never runs a command enqueued after a user event in its wait list has failed, and
+    // its in-order queue stalls behind it for good. So a gated command is enqueued only while no
+    // gate can change, and not at all once one has failed (its host predecessor's failure has
+    // cancelled it already, through device_dependants).
+    std::unique_lock gates(gate_mutex_, std::defer_lock);
+    if (gate_count > 0) gates.lock();
+    bool gate_failed = false;
+    for (std::size_t i = 0; i < gate_count; ++i) {
+      cl_int status = CL_SUBMITTED;
+      clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+      gate_failed = gate_failed || status < 0;
+    }
+    if (gate_failed) {
+      err = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+    } else if (r->kind == Kind::kernel) {
+      err = enqueue_kernel(q, *r, n, list, &ev, what);
+    } else {
+      const bool to_device = r->kind == Kind::h2d;
+      what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+      err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
+    }
   }
   wait_list.resize(gate_count);
   release_gates();
   r->preds.clear();  // only now: their events had to live through the enqueue
+  if (err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST && !ev) {
+    finish(*r, Status::cancelled, "not run: a host task it depends on failed");
+    return;
+  }
   if (err != CL_SUCCESS) {
     finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
     return;

@@ -311,7 +311,10 @@ void Engine::finish(Request& r, Status s, std::string error) {
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   // A negative status makes OpenCL terminate the device commands gated on this host request
   // instead of running them on data that was never produced.
-  if (gate) clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
+  if (gate) {
+    std::lock_guard gates(gate_mutex_);  // see enqueue_command: a gate never fails mid-enqueue
+    clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
+  }
   if (s != Status::done && r.kind != Kind::wait) {
     Failure f{nullptr, r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
                         ": " + r.error, {}};

@@ -112,6 +112,10 @@ class Engine {
   std::vector<RequestPtr> lane_blocker_;  // per queue: the last command that is not host-free
   std::atomic<std::size_t> streaming_backlog_{0};
 
+  // Held while a user event (gate) changes status and while a gated command is checked and
+  // enqueued, so no gate fails between the two (graph_nodes/opencl_streaming.cpp says why).
+  std::mutex gate_mutex_;
+
   std::mutex watched_mutex_;
   std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete
 
