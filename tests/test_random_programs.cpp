@@ -934,7 +934,13 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
         c.wait_all();
         FAIL("the failing host task was not reported");
       } catch (const hetflow::RequestFailed& e) {
-        CHECK(std::string(e.what()).find("no data") != std::string::npos);
+        const std::string msg = e.what();
+        CHECK(msg.find("no data") != std::string::npos);
+        // PoCL may fail the move_to(z) queued behind the cancelled move_to(y): then say so plainly.
+        if (msg.find("'move_to(z)' failed") != std::string::npos) {
+          CHECK(msg.find("ahead of it on its in-order queue") != std::string::npos);
+          CHECK(msg.find("CL_DEVICE_NOT_FOUND") == std::string::npos);
+        }
       }
       test::fill(z, float(i));
       c.move_to(z);
