@@ -152,7 +152,7 @@ void Engine::enqueue_command(const RequestPtr& r) {
   // waits on the host is not host-free either, until that one has finished.
   RequestPtr& blocker = lane_blocker_[r->lane];
   if (blocker && blocker->done_flag.load(std::memory_order_acquire)) blocker.reset();
-  r->host_free = host_free && !blocker;
+  r->host_free = host_free && (out_of_order || !blocker);
   if (!r->host_free) blocker = r;
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);

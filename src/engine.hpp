@@ -31,6 +31,7 @@ class Engine {
   unsigned kernel_queue_count = 1;
   bool profiling = true;
   bool recording = false;
+  bool out_of_order = false;  // async queues created with CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
   cl::Context context;
   std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one
   ProgramCache programs;

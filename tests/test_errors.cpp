@@ -2,6 +2,7 @@
 // runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
 // makes the next wait throw naming it, and leaves the controller working.
 #include <atomic>
+#include <cstdlib>
 
 #include "support.hpp"
 
@@ -173,4 +174,17 @@ TEST_CASE("each wait(t) reports the failures of its own tile, whichever is waite
   CHECK_THROWS_WITH_AS(c.wait(y), doctest::Contains("request #2"), RequestFailed);
   CHECK_THROWS_WITH_AS(c.wait(x), doctest::Contains("request #1"), RequestFailed);
   CHECK_NOTHROW(c.wait_all());
+}
+
+TEST_CASE("HETFLOW_QUEUE_ORDER: a value other than in-order or out-of-order is a UsageError naming it") {
+  ::setenv("HETFLOW_QUEUE_ORDER", "sideways", 1);
+  CHECK_THROWS_WITH_AS(Controller(test::options(Policy::async)), doctest::Contains("'sideways'"), UsageError);
+  ::unsetenv("HETFLOW_QUEUE_ORDER");
+  for (const char* order : {"in-order", "out-of-order"}) {
+    CAPTURE(order);
+    ::setenv("HETFLOW_QUEUE_ORDER", order, 1);
+    Controller c(test::options(Policy::async));
+    ::unsetenv("HETFLOW_QUEUE_ORDER");
+    check_still_works(c);
+  }
 }
