@@ -377,6 +377,22 @@ struct Reference {
   void run(const Req& r) {
     auto& H = host;
     auto& D = dev;
+    // The same three operations run on the device image (kernels) or the host image (host tasks),
+    // each with its own arithmetic.
+    auto mix = [&](std::vector<Image>& I, auto f) {
+      for_box(r.box, [&](auto gx, auto gy) {
+        I[r.o][at(r.o, gx, gy)] = f(I[r.a][at(r.a, gx, gy)], I[r.b][at(r.b, gx, gy)], r.k);
+      });
+    };
+    auto update = [&](std::vector<Image>& I, auto f) {
+      for_box(r.box, [&](auto gx, auto gy) {
+        float& o = I[r.o][at(r.o, gx, gy)];
+        o = f(o, I[r.a][at(r.a, gx, gy)], r.k);
+      });
+    };
+    auto fill = [&](std::vector<Image>& I, auto f) {
+      for_box(r.box, [&](auto gx, auto gy) { I[r.o][at(r.o, gx, gy)] = f(gx, gy, r.k); });
+    };
     switch (r.op) {
       case Op::move_to:
         for_box(r.box, [&](auto gx, auto gy) { D[r.o][at(r.o, gx, gy)] = H[r.o][at(r.o, gx, gy)]; });
@@ -385,44 +401,18 @@ struct Reference {
         for_box(r.box, [&](auto gx, auto gy) { H[r.o][at(r.o, gx, gy)] = D[r.o][at(r.o, gx, gy)]; });
         break;
       case Op::k_mix:
-      case Op::k_mix_inputs:
-        for_box(r.box, [&](auto gx, auto gy) {
-          const float x = D[r.a][at(r.a, gx, gy)], y = D[r.b][at(r.b, gx, gy)];
-          D[r.o][at(r.o, gx, gy)] = dev_mix(x, y, r.k);
-        });
-        break;
-      case Op::k_update:
-        for_box(r.box, [&](auto gx, auto gy) {
-          const float x = D[r.a][at(r.a, gx, gy)];
-          float& o = D[r.o][at(r.o, gx, gy)];
-          o = dev_update(o, x, r.k);
-        });
-        break;
-      case Op::k_fill:
-        for_box(r.box, [&](auto gx, auto gy) { D[r.o][at(r.o, gx, gy)] = dev_fill(gx, gy, r.k); });
-        break;
+      case Op::k_mix_inputs: mix(D, dev_mix); break;
+      case Op::k_update: update(D, dev_update); break;
+      case Op::k_fill: fill(D, dev_fill); break;
       case Op::k_scale:
         for_box(r.box, [&](auto gx, auto gy) {
           float& o = D[r.o][at(r.o, gx, gy)];
           o = dev_scale(o, r.k);
         });
         break;
-      case Op::h_mix:
-        for_box(r.box, [&](auto gx, auto gy) {
-          const float x = H[r.a][at(r.a, gx, gy)], y = H[r.b][at(r.b, gx, gy)];
-          H[r.o][at(r.o, gx, gy)] = host_mix(x, y, r.k);
-        });
-        break;
-      case Op::h_update:
-        for_box(r.box, [&](auto gx, auto gy) {
-          const float x = H[r.a][at(r.a, gx, gy)];
-          float& o = H[r.o][at(r.o, gx, gy)];
-          o = host_update(o, x, r.k);
-        });
-        break;
-      case Op::h_fill:
-        for_box(r.box, [&](auto gx, auto gy) { H[r.o][at(r.o, gx, gy)] = host_fill(gx, gy, r.k); });
-        break;
+      case Op::h_mix: mix(H, host_mix); break;
+      case Op::h_update: update(H, host_update); break;
+      case Op::h_fill: fill(H, host_fill); break;
       case Op::wait_tile:
       case Op::wait_all: break;
     }
