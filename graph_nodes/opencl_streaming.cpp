@@ -150,10 +150,13 @@ void Engine::enqueue_command(const RequestPtr& r) {
   }
   // An in-order queue runs a command only after the ones before it, so a command behind one that
   // waits on the host is not host-free either, until that one has finished.
-  RequestPtr& blocker = lane_blocker_[r->lane];
-  if (blocker && blocker->done_flag.load(std::memory_order_acquire)) blocker.reset();
-  r->host_free = host_free && (out_of_order || !blocker);
-  if (!r->host_free) blocker = r;
+  r->host_free = host_free;
+  if (!out_of_order) {
+    RequestPtr& blocker = lane_blocker_[r->lane];
+    if (blocker && blocker->done_flag.load(std::memory_order_acquire)) blocker.reset();
+    r->host_free = host_free && !blocker;
+    if (!r->host_free) blocker = r;
+  }
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
   if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { clFlush(queues[i]()); });

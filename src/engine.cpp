@@ -495,12 +495,9 @@ bool Engine::is_done(const RequestPtr& r) {
   if (!ev) return false;
   cl_int status = CL_QUEUED;
   if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS) return false;
-  if (status == CL_COMPLETE) {
-    finish(*r, Status::done);
-    return true;
-  }
-  if (status < 0) finish(*r, Status::failed, std::string("the OpenCL command ended with ") + cl_error_name(status));
-  return false;
+  if (status > CL_COMPLETE) return false;
+  finish_device(*r, status);
+  return status == CL_COMPLETE;
 }
 
 std::size_t Engine::tracked_accesses() const {

@@ -57,6 +57,7 @@ class Engine {
   void dispatch(const RequestPtr& r);        // dispatcher.cpp
   void enqueue(const RequestPtr& r);         // opencl_streaming.cpp
   void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
+  void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
   void watch(const RequestPtr& device_request);  // register the completion callback once
@@ -110,7 +111,7 @@ class Engine {
   // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the
   // streaming node knows when it ran dry and flushes what it held back.
   FlushPolicy flush_policy_;
-  std::vector<RequestPtr> lane_blocker_;  // per queue: the last command that is not host-free
+  std::vector<RequestPtr> lane_blocker_;  // in-order queues: the last command that is not host-free
   std::atomic<std::size_t> streaming_backlog_{0};
 
   // Held while a user event (gate) changes status and while a gated command is checked and
