@@ -904,21 +904,31 @@ TEST_CASE("regression: a wait does not block on a command queued behind a host-g
 // the streaming node's check this case hung in 2 of 4 runs here, at round 14 and 16). What must
 // hold with either queue order: no wait hangs, and requests submitted after the failure was
 // reported work. With out-of-order queues (the default on CPU devices) the move_to(z) queued
-// behind the cancelled move_to(y) must also succeed: on an in-order queue PoCL fails it too, in
-// most rounds, though it depends on nothing that failed.
+// behind the cancelled move_to(y) must also succeed. On an in-order queue PoCL fails it too, though
+// it depends on nothing that failed (185-300 of 300 rounds here), and once in ~30 runs PoCL itself
+// crashed passing the failure on (SIGSEGV in pthread_cond_broadcast(NULL) under
+// clSetUserEventStatus -> pocl_update_event_failed, twice nested): so async in-order is not run
+// here on a CPU device. Run it elsewhere with HETFLOW_QUEUE_ORDER=in-order.
 TEST_CASE("regression: a command gated on a host task that failed before its enqueue does not stall its queue") {
   struct Run {
     Policy policy;
     const char* order;
   };
-  for (const Run run : {Run{Policy::async, "out-of-order"}, Run{Policy::async, "in-order"}, Run{Policy::sync, "in-order"}}) {
+  std::vector<Run> runs = {Run{Policy::async, "out-of-order"}, Run{Policy::sync, "in-order"}};
+  const char* env = std::getenv("HETFLOW_QUEUE_ORDER");
+  const std::string outer = env ? env : "";
+  if (outer == "in-order") runs.push_back(Run{Policy::async, "in-order"});
+  for (const Run& run : runs) {
     CAPTURE(test::policy_name(run.policy));
     CAPTURE(run.order);
     ::setenv("HETFLOW_QUEUE_ORDER", run.order, 1);
     auto opts = test::options(run.policy, 1);
     opts.record = false;
     Controller c(opts);
-    ::unsetenv("HETFLOW_QUEUE_ORDER");
+    if (outer.empty())
+      ::unsetenv("HETFLOW_QUEUE_ORDER");
+    else
+      ::setenv("HETFLOW_QUEUE_ORDER", outer.c_str(), 1);
     cl_command_queue_properties supported = 0;
     clGetDeviceInfo(c.device().device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof supported, &supported, nullptr);
     const bool isolated = run.policy == Policy::async && std::string(run.order) == "out-of-order" &&
