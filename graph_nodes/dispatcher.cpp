@@ -62,9 +62,11 @@ void Engine::dispatch(const RequestPtr& r) {
     arm_host_side(r);
     return;
   }
-  // Host → device edges become user events the command waits for; device → device edges stay in
-  // `preds` for the streaming node, which reads their events when it enqueues (in program order,
-  // so they exist by then).
+  // Host → device edges hold the command back until the host predecessor has succeeded (it is
+  // then put to the streaming node again); device → device edges stay in `preds` for the streaming
+  // node, which turns them into wait-list events when it enqueues. The +1 is the streaming node's
+  // to take, so no host predecessor can release the command before the streaming node saw it.
+  r->enqueue_unmet.store(1, std::memory_order_relaxed);
   std::erase_if(preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
@@ -74,18 +76,8 @@ void Engine::dispatch(const RequestPtr& r) {
                           to_string(p->status.load());
       return true;
     }
-    if (!p->gate) {
-      cl_int err = CL_SUCCESS;
-      p->gate = clCreateUserEvent(context(), &err);
-      if (err != CL_SUCCESS) {
-        p->gate = nullptr;
-        if (r->cancel_cause.empty()) r->cancel_cause = std::string("clCreateUserEvent failed: ") + cl_error_name(err);
-        return true;
-      }
-    }
-    clRetainEvent(p->gate);
-    r->gates.push_back(p->gate);
-    p->device_dependants.push_back(r);
+    r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);  // under p->m: p cannot finish meanwhile
+    p->held.push_back(r);
     return true;
   });
 }

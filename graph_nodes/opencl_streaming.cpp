@@ -1,5 +1,6 @@
-// The OpenCL streaming node: serial, so each queue receives its commands in program order. It
-// enqueues with event wait lists and returns at once; completion comes back, only where a host-side
+// The OpenCL streaming node: serial, so each queue receives its commands in program order, except
+// those held back until a host predecessor succeeds. It enqueues with event wait lists and returns
+// at once; completion comes back, only where a host-side
 // consumer asked for it, through clSetEventCallback and the async_node's gateway. Queues are
 // flushed when something needs their commands on the device, not after each (src/flush_policy.hpp).
 #include "engine.hpp"
@@ -65,19 +66,55 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
 }  // namespace
 
 void Engine::enqueue(const RequestPtr& r) {
-  enqueue_command(r);
+  // r, then the commands its enqueue releases (they waited for r's event to exist), in order.
+  std::vector<RequestPtr> ready{r};
+  while (!ready.empty()) {
+    RequestPtr x = std::move(ready.back());
+    ready.pop_back();
+    advance(x, ready);
+  }
   if (streaming_backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && policy == Policy::async)
     flush_policy_.idle([this](unsigned q) { clFlush(queues[q]()); });
 }
 
-void Engine::enqueue_command(const RequestPtr& r) {
-  std::vector<cl_event> wait_list = std::move(r->gates);  // retained by the dispatcher
-  auto release_gates = [&] {
-    for (std::size_t i = 0; i < wait_list.size(); ++i) clReleaseEvent(wait_list[i]);
-  };
+void Engine::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
+  if (r->done_flag.load(std::memory_order_acquire)) return;  // cancelled while held back
+  if (!r->streaming_armed) {
+    r->streaming_armed = true;
+    if (!r->cancel_cause.empty()) {
+      enqueue_command(r, released);  // cancels it
+      return;
+    }
+    // A device predecessor held back itself (behind a host request) has no event yet: r waits
+    // for its enqueue. Program order guarantees every other one is enqueued or ended by now.
+    for (const auto& p : r->preds) {
+      std::lock_guard lock(p->m);
+      if (p->launched || p->finished) continue;
+      r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);
+      p->held.push_back(r);
+    }
+    if (r->enqueue_unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      log().debug("holding #{} '{}' back until its predecessors are done or enqueued", r->id, r->name);
+      return;
+    }
+  }
+  enqueue_command(r, released);
+}
+
+void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released) {
+  if (h->enqueue_unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (released) {
+    released->push_back(h);  // on the streaming node already
+    return;
+  }
+  streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
+  streaming_.try_put(h);
+}
+
+void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
+  std::vector<cl_event> wait_list;
+  std::vector<unsigned> wait_lanes;
   std::string cause = std::move(r->cancel_cause);
-  const std::size_t gate_count = wait_list.size();
-  bool host_free = gate_count == 0;
   if (cause.empty()) {
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
@@ -88,24 +125,36 @@ void Engine::enqueue_command(const RequestPtr& r) {
                 (s == Status::pending ? std::string("was never enqueued") : to_string(s));
         break;
       }
+      if (p->finished) continue;  // done
       wait_list.push_back(e);
-      if (!p->finished) p->device_dependants.push_back(r);
-      host_free = host_free && (p->finished || p->host_free);
+      wait_lanes.push_back(p->lane);
+      p->device_dependants.push_back(r);
     }
   }
   if (!cause.empty()) {
     r->preds.clear();
-    wait_list.resize(gate_count);
-    release_gates();
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
+  if (r->kind == Kind::kernel && kernel_cache_guard_) {
+    // docs/drivers.md, "One kernel, several launches at once": on PoCL < 7.0 two commands of one
+    // kernel must not run at once, so each waits for the previous launch of its kernel.
+    auto it = last_launch_.find(r->kernel.name());
+    if (it != last_launch_.end()) {
+      cl_int status = CL_COMPLETE;
+      clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+      if (status > CL_COMPLETE) {
+        wait_list.push_back(it->second.event());
+        wait_lanes.push_back(it->second.lane);
+      }
+    }
+  }
 
   // OpenCL: a command may wait on another queue's event only once that queue was flushed.
-  for (const auto& p : r->preds)
-    if (p->lane != r->lane && flush_policy_.dirty(p->lane)) {
-      clFlush(queues[p->lane]());
-      flush_policy_.flushed(p->lane);
+  for (unsigned lane : wait_lanes)
+    if (lane != r->lane && flush_policy_.dirty(lane)) {
+      clFlush(queues[lane]());
+      flush_policy_.flushed(lane);
     }
 
   cl_command_queue q = queues[r->lane]();
@@ -114,58 +163,32 @@ void Engine::enqueue_command(const RequestPtr& r) {
   cl_int err = CL_SUCCESS;
   const auto n = cl_uint(wait_list.size());
   const cl_event* list = n ? wait_list.data() : nullptr;
-  {
-    // PoCL 3.1 never runs a command enqueued after a user event in its wait list has failed, and
-    // its in-order queue stalls behind it for good. So a gated command is enqueued only while no
-    // gate can change, and not at all once one has failed (its host predecessor's failure has
-    // cancelled it already, through device_dependants).
-    std::unique_lock gates(gate_mutex_, std::defer_lock);
-    if (gate_count > 0) gates.lock();
-    bool gate_failed = false;
-    for (std::size_t i = 0; i < gate_count; ++i) {
-      cl_int status = CL_SUBMITTED;
-      clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-      gate_failed = gate_failed || status < 0;
-    }
-    if (gate_failed) {
-      err = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
-    } else if (r->kind == Kind::kernel) {
-      err = enqueue_kernel(q, *r, n, list, &ev, what);
-    } else {
-      const bool to_device = r->kind == Kind::h2d;
-      what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-      err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
-    }
+  if (r->kind == Kind::kernel) {
+    err = enqueue_kernel(q, *r, n, list, &ev, what);
+  } else {
+    const bool to_device = r->kind == Kind::h2d;
+    what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+    err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
   }
-  wait_list.resize(gate_count);
-  release_gates();
   r->preds.clear();  // only now: their events had to live through the enqueue
-  if (err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST && !ev) {
-    finish(*r, Status::cancelled, "not run: a host task it depends on failed");
-    return;
-  }
   if (err != CL_SUCCESS) {
     finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
   }
-  // An in-order queue runs a command only after the ones before it, so a command behind one that
-  // waits on the host is not host-free either, until that one has finished.
-  r->host_free = host_free;
-  if (!out_of_order) {
-    RequestPtr& blocker = lane_blocker_[r->lane];
-    if (blocker && blocker->done_flag.load(std::memory_order_acquire)) blocker.reset();
-    r->host_free = host_free && !blocker;
-    if (!r->host_free) blocker = r;
-  }
+  if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
   if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { clFlush(queues[i]()); });
 
   bool register_now = false;
+  std::vector<RequestPtr> held;
   {
     std::lock_guard lock(r->m);
+    r->launched = true;
+    held.swap(r->held);
     if (r->watch_requested && !r->watched) register_now = r->watched = true;
   }
+  for (const auto& h : held) release_held(h, &released);
   if (register_now) {
     watch(r);  // flushes r's queue
     flush_policy_.flushed(r->lane);

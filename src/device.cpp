@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 namespace hetflow {
@@ -48,6 +49,11 @@ std::string DeviceInfo::type_name() const {
 std::string DeviceInfo::id() const { return std::to_string(platform_index) + ":" + std::to_string(device_index); }
 
 std::vector<DeviceInfo> list_devices() {
+  // PoCL 3.1 initialises its devices on the first clGetDeviceIDs; a second thread asking meanwhile
+  // is told there are none (two controllers made at once in two threads: "platforms exist but
+  // report no device"). Asking one thread at a time costs nothing after the first.
+  static std::mutex first_use;
+  std::lock_guard lock(first_use);
   std::vector<cl::Platform> platforms;
   cl_uint count = 0;
   cl_int err = clGetPlatformIDs(0, nullptr, &count);

@@ -84,6 +84,8 @@ Engine::Engine(const ControllerOptions& options)
       // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
       // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
       flush_policy_(policy == Policy::sync ? 1 : 2 + kernel_queue_count, 8, 50'000),
+      kernel_cache_slot_(launches_of_one_kernel_must_not_overlap(choice.device)),
+      kernel_cache_guard_(kernel_cache_slot_.taken()),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
                     dispatch(r);
@@ -110,7 +112,7 @@ Engine::Engine(const ControllerOptions& options)
   const unsigned n = policy == Policy::sync ? 1 : 2 + kernel_queue_count;
   for (unsigned i = 0; i < n; ++i)
     queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
-  lane_blocker_.resize(n);
+  if (kernel_cache_guard_) programs.add_build_option(kernel_cache_slot_.build_option());
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
   tracker_.keep_completed(recording);
@@ -270,8 +272,10 @@ void Engine::wait_request(RequestPtr w) {
 RequestPtr Engine::blocking_candidate(Request& w) {
   // Called with w.m held.
   std::erase_if(w.device_preds, [](const RequestPtr& p) { return p->done_flag.load(std::memory_order_acquire); });
+  // Every enqueued command completes without the host's help (nothing enqueued waits on a host
+  // request), so any of them is safe to block on.
   for (const auto& p : w.device_preds)
-    if (p->event.load() && p->host_free) return p;
+    if (p->event.load()) return p;
   return nullptr;
 }
 
@@ -318,8 +322,7 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
 }
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  std::vector<RequestPtr> waiters, dependants;
-  cl_event gate = nullptr;
+  std::vector<RequestPtr> waiters, dependants, held;
   {
     std::lock_guard lock(r.m);
     if (r.finished) return;
@@ -328,16 +331,10 @@ void Engine::finish(Request& r, Status s, std::string error) {
     r.status.store(s, std::memory_order_relaxed);
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
-    gate = r.gate;
+    held.swap(r.held);
   }
   r.done_flag.store(true, std::memory_order_release);
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
-  // A negative status makes OpenCL terminate the device commands gated on this host request
-  // instead of running them on data that was never produced.
-  if (gate) {
-    std::lock_guard gates(gate_mutex_);  // see enqueue_command: a gate never fails mid-enqueue
-    clSetUserEventStatus(gate, s == Status::done ? CL_COMPLETE : -1);
-  }
   if (s != Status::done && r.kind != Kind::wait) {
     Failure f{nullptr, r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
                         ": " + r.error, {}};
@@ -348,8 +345,13 @@ void Engine::finish(Request& r, Status s, std::string error) {
     failures_.push_back(std::move(f));
   }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
-  if (s != Status::done)
-    for (const auto& d : dependants)
+  if (s == Status::done) {
+    for (const auto& h : held) release_held(h, nullptr);
+    return;
+  }
+  // Held-back requests never reach the driver; enqueued dependants are terminated by OpenCL.
+  for (const auto* list : {&held, &dependants})
+    for (const auto& d : *list)
       finish(*d, Status::cancelled,
              "not run: request #" + std::to_string(r.id) + " '" + r.name + "' that it depends on " + to_string(s));
 }
@@ -410,7 +412,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
         r->device_preds.push_back(p);
       }
       if (on_device(p->kind) && !p->watched) {
-        if (p->event.load() && p->host_free && r->kind == Kind::wait) {
+        if (p->event.load() && r->kind == Kind::wait) {
           // The waiting thread blocks on this one itself (wait_request): a callback would only
           // cost a driver call and a graph task. The command must be flushed to complete, though.
           flush_only = true;

@@ -5,18 +5,20 @@
 //                              ├─▶ streaming (serial async_node: clEnqueue* with event wait lists)
 //                              │      └─ clSetEventCallback ─▶ gateway ─▶ receiver (function_node)
 //                              └─▶ host (function_node on TBB workers)
-//   receiver / host completions release host-side consumers (host tasks, waits) and complete the
-//   user events that device commands wait on for host → device edges.
+//   receiver / host completions release host-side consumers (host tasks, waits); a host request's
+//   success puts the device requests held back behind it to the streaming node.
 #include <hetflow/controller.hpp>
 
 #include <tbb/flow_graph.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <tuple>
 
 #include "dependency_tracker.hpp"
 #include "flush_policy.hpp"
+#include "pocl_kernel_cache.hpp"
 #include "request.hpp"
 
 namespace hetflow::detail {
@@ -86,7 +88,13 @@ class Engine {
  private:
   void wait_request(RequestPtr w);
   RequestPtr blocking_candidate(Request& wait);  // a pending device command safe to block on
-  void enqueue_command(const RequestPtr& r);  // enqueue's work, before the idle flush
+  // The streaming node's steps (opencl_streaming.cpp): count what r waits for, enqueue it once
+  // nothing is left, and hand on the requests held back behind it.
+  void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
+  void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
+  // A predecessor of h succeeded or was enqueued; on the streaming node `released` collects h when
+  // nothing is left, elsewhere h is put to the streaming node.
+  void release_held(const RequestPtr& h, std::vector<RequestPtr>* released);
   bool is_done(const RequestPtr& r);
   void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
   void ready(const RequestPtr& r);
@@ -111,12 +119,16 @@ class Engine {
   // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the
   // streaming node knows when it ran dry and flushes what it held back.
   FlushPolicy flush_policy_;
-  std::vector<RequestPtr> lane_blocker_;  // in-order queues: the last command that is not host-free
   std::atomic<std::size_t> streaming_backlog_{0};
-
-  // Held while a user event (gate) changes status and while a gated command is checked and
-  // enqueued, so no gate fails between the two (graph_nodes/opencl_streaming.cpp says why).
-  std::mutex gate_mutex_;
+  // PoCL < 7.0 (docs/drivers.md): launches of one kernel are chained, and this controller's
+  // programs carry its slot's build option.
+  KernelCacheSlot kernel_cache_slot_;
+  bool kernel_cache_guard_ = false;
+  struct LastLaunch {
+    cl::Event event;
+    unsigned lane = 0;
+  };
+  std::map<std::string, LastLaunch> last_launch_;  // by kernel name
 
   std::mutex watched_mutex_;
   std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete

@@ -100,9 +100,19 @@ std::size_t ProgramCache::size() const {
   return by_key_.size();
 }
 
+void ProgramCache::add_build_option(const std::string& option) {
+  if (option.empty()) return;
+  std::lock_guard lock(mutex_);
+  extra_options_ += (extra_options_.empty() ? "" : " ") + option;
+}
+
 std::shared_ptr<const Program> ProgramCache::build(const std::string& source, const std::string& options,
                                                    const std::string& label) {
-  const std::string full_options = with_arg_info(options);
+  std::string full_options = with_arg_info(options);
+  {
+    std::lock_guard lock(mutex_);
+    if (!extra_options_.empty()) full_options += " " + extra_options_;
+  }
   const char* text = source.c_str();
   const std::size_t length = source.size();
   cl_int err = CL_SUCCESS;

@@ -61,27 +61,33 @@ struct Request : std::enable_shared_from_this<Request> {
   std::shared_ptr<TileState> wait_tile;  // wait(t): the tile; null with empty wait_for = wait_all
 
   // Set by the dispatcher, consumed by the streaming node or the arming of host-side requests.
-  std::vector<RequestPtr> preds;       // deduplicated, not known complete at dispatch
-  std::vector<cl_event> gates;         // device requests: user events of host predecessors
+  std::vector<RequestPtr> preds;       // deduplicated, not known complete at dispatch (device requests:
+                                       // their device predecessors only)
   std::string cancel_cause;            // non-empty: a predecessor failed; do not run
+
+  // Device requests are enqueued only once nothing they wait for runs on the host: every host
+  // predecessor has succeeded and every device predecessor is enqueued (docs/architecture.md,
+  // "Host → device edges"). So no OpenCL command ever waits on an event the engine could fail,
+  // and every enqueued command completes without the host's help.
+  std::atomic<int> enqueue_unmet{0};   // predecessors still to succeed or be enqueued, +1 while arming
+  bool streaming_armed = false;        // the streaming node has counted its device predecessors
 
   // Device side (written by the streaming node before anyone can read it through `finished`).
   std::atomic<cl_event> event{nullptr};
-  // Its command waits, directly or through other commands, on no host request's user event, so a
-  // waiting thread may block on it in clWaitForEvents: nothing it needs runs on the host. Written
-  // before `event` is stored.
-  bool host_free = false;
 
   // Completion, guarded by `m`.
   std::mutex m;
   bool finished = false;
   bool watch_requested = false;        // a host-side consumer needs the completion callback
   bool watched = false;                // the callback is registered
-  cl_event gate = nullptr;             // host requests that device commands wait for: their user event
   std::vector<RequestPtr> waiters;     // host-side consumers to release at completion
-  // Device commands whose wait list holds this request's event (or gate). If this request fails,
-  // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime
-  // fires completion callbacks for commands that ended in error (PoCL 3.1 does not).
+  // Device requests not enqueued until this one has succeeded (a host request) or is enqueued (a
+  // device request). Cancelled with it if it fails first.
+  std::vector<RequestPtr> held;
+  bool launched = false;               // device requests: enqueued, `held` released
+  // Device commands whose wait list holds this request's event. If this request fails, OpenCL
+  // terminates them; the engine marks them cancelled itself, because not every runtime fires
+  // completion callbacks for commands that ended in error (PoCL 3.1 does not).
   std::vector<RequestPtr> device_dependants;
   std::atomic<Status> status{Status::pending};
   std::atomic<bool> done_flag{false};  // lock-free read of `finished`

@@ -8,7 +8,7 @@
 // device images initialised to different values; then up to 60 requests: move_to / move_from of
 // the whole tile or a region (a 2-D region may be whole rows or a rectangle, which takes the
 // rect-transfer path), kernels and host tasks over a box shared by their tiles (tiles may alias:
-// in(a) and out(a) of one box), some of them "slow" (the kernel spins, the host task sleeps) so
+// in(a) and out(a) of one box), bands (2-4 launches of one kernel on disjoint parts of a box), some of them "slow" (the kernel spins, the host task sleeps) so
 // hazards stay in flight, wait(t) and wait_all — after which the host images are compared too.
 // At the end: wait_all, move_from of every tile, wait_all, compare every host image; then the
 // tracker must be empty. Recording is off (the history would keep every request alive and hide
@@ -339,6 +339,22 @@ Program generate(std::uint64_t seed) {
     const bool can_be_slow = r.op == Op::k_mix || r.op == Op::k_update || r.op == Op::h_mix || r.op == Op::h_update ||
                              r.op == Op::h_fill;
     r.slow = can_be_slow && rng.chance(8);
+    if ((r.op == Op::k_update || r.op == Op::k_fill) && rng.chance(25)) {
+      // Bands: launches of one kernel on disjoint parts of the box, back to back and independent,
+      // so they run at once (what aborted PoCL < 7.0: docs/drivers.md).
+      const int axis = r.box.size[1] > 1 ? 1 : 0;
+      const std::size_t parts = std::min<std::size_t>(rng.between(2, 4), r.box.size[axis]);
+      const Box whole = r.box;
+      for (std::size_t b = 0, first = 0; b < parts; ++b) {
+        const std::size_t size = (whole.size[axis] - first) / (parts - b);
+        r.box = whole;
+        r.box.offset[axis] = whole.offset[axis] + first;
+        r.box.size[axis] = size;
+        first += size;
+        p.reqs.push_back(r);
+      }
+      continue;
+    }
     p.reqs.push_back(r);
   }
   return p;

@@ -75,12 +75,16 @@ class ProgramCache {
   std::shared_ptr<const Program> from_source(const std::string& source, const std::string& options = {},
                                              const std::string& label = "<source>");
   std::size_t size() const;
+  // Appended to every later build's options (not to what Program::options() reports): the engine's
+  // driver workarounds (src/pocl_kernel_cache.hpp).
+  void add_build_option(const std::string& option);
 
  private:
   std::shared_ptr<const Program> build(const std::string& source, const std::string& options, const std::string& label);
   cl::Context context_;
   cl::Device device_;
   std::string device_name_;
+  std::string extra_options_;
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const Program>> by_key_;
 };
