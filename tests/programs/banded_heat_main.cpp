@@ -5,17 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "banded_heat.hpp"
+#include "workloads/banded_heat.hpp"
 
 int main(int argc, char** argv) {
   const int controllers = argc > 1 ? std::atoi(argv[1]) : 1;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 1;
-  const test::HeatShape shape;
-  const std::vector<float> expected = test::heat_reference(shape);
+  const hetflow::workloads::HeatShape shape;
+  const std::vector<float> expected = hetflow::workloads::heat_reference(shape);
   int wrong = 0;
   for (int n = 0; n < controllers; ++n) {
     hetflow::Controller c;
-    for (int r = 0; r < runs; ++r) wrong += test::banded_heat(c, shape) != expected;
+    for (int r = 0; r < runs; ++r) wrong += hetflow::workloads::banded_heat(c, shape) != expected;
   }
   std::printf("banded_heat: %d of %d runs wrong\n", wrong, controllers * runs);
   return wrong == 0 ? 0 : 1;

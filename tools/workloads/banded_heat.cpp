@@ -1,10 +1,10 @@
 #include "banded_heat.hpp"
 
+#include <hetflow/hetflow.hpp>
+
 #include <algorithm>
 
-using namespace hetflow;
-
-namespace test {
+namespace hetflow::workloads {
 namespace {
 std::vector<float> initial_grid(const HeatShape& s) {
   std::vector<float> g(std::size_t(s.width) * s.height);
@@ -23,7 +23,7 @@ std::vector<float> heat_reference(const HeatShape& s) {
         const std::size_t i = std::size_t(y) * w + x;
         dst[i] = (x == 0 || y == 0 || x == w - 1 || y == h - 1)
                      ? src[i]
-                     : (src[i - 1] + src[i + 1] + src[i - w] + src[i + w]) * 0.25f;  // kernels_cl/hetflow_test.cl
+                     : (src[i - 1] + src[i + 1] + src[i - w] + src[i + w]) * 0.25f;  // kernels_cl/heat.cl
       }
     std::swap(src, dst);
   }
@@ -31,7 +31,7 @@ std::vector<float> heat_reference(const HeatShape& s) {
 }
 
 std::vector<float> banded_heat(Controller& c, const HeatShape& s) {
-  const Kernel k = c.kernel("hetflow_test.cl", "heat_step");
+  const Kernel k = c.kernel("heat.cl", "heat_step");
   const Extent e{std::size_t(s.width), std::size_t(s.height)};
   Tile<float> grids[2] = {c.tile<float>(e, "heat0"), c.tile<float>(e, "heat1")};
   const std::vector<float> init = initial_grid(s);
@@ -55,4 +55,4 @@ std::vector<float> banded_heat(Controller& c, const HeatShape& s) {
   return {last.data(), last.data() + last.size()};
 }
 
-}  // namespace test
+}  // namespace hetflow::workloads
