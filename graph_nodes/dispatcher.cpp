@@ -62,18 +62,22 @@ void Engine::dispatch(const RequestPtr& r) {
     arm_host_side(r);
     return;
   }
-  // Host → device edges hold the command back until the host predecessor has succeeded (it is
-  // then put to the streaming node again); device → device edges stay in `preds` for the streaming
-  // node, which turns them into wait-list events when it enqueues. The +1 is the streaming node's
-  // to take, so no host predecessor can release the command before the streaming node saw it.
+  // Host → device edges hold the command back until the host predecessor has ended (it is then put
+  // to the streaming node again, to be enqueued or, if the predecessor failed, cancelled); device →
+  // device edges stay in `preds` for the streaming node, which turns them into wait-list events
+  // when it enqueues. The +1 is the streaming node's to take, so no host predecessor can release
+  // the command before the streaming node saw it.
   r->enqueue_unmet.store(1, std::memory_order_relaxed);
   std::erase_if(preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
     if (p->finished) {
-      if (p->status.load() != Status::done && r->cancel_cause.empty())
-        r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
-                          to_string(p->status.load());
+      if (p->status.load() != Status::done) {
+        std::lock_guard own(r->m);  // an earlier host predecessor's failure may be setting it too
+        if (r->cancel_cause.empty())
+          r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
+                            to_string(p->status.load());
+      }
       return true;
     }
     r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);  // under p->m: p cannot finish meanwhile

@@ -78,15 +78,11 @@ void Engine::enqueue(const RequestPtr& r) {
 }
 
 void Engine::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
-  if (r->done_flag.load(std::memory_order_acquire)) return;  // cancelled while held back
+  if (r->done_flag.load(std::memory_order_acquire)) return;  // terminated with a failed command
   if (!r->streaming_armed) {
     r->streaming_armed = true;
-    if (!r->cancel_cause.empty()) {
-      enqueue_command(r, released);  // cancels it
-      return;
-    }
     // A device predecessor held back itself (behind a host request) has no event yet: r waits
-    // for its enqueue. Program order guarantees every other one is enqueued or ended by now.
+    // for its enqueue or its end. Program order guarantees every other one is enqueued or ended.
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
       if (p->launched || p->finished) continue;
@@ -99,6 +95,18 @@ void Engine::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
     }
   }
   enqueue_command(r, released);
+}
+
+void Engine::cancel_after_preds(const RequestPtr& r, std::string cause) {
+  // A request ends only after everything it depends on has ended, cancelled or not: a wait that
+  // returns once r has ended must be able to count on that for r's predecessors too (the hazard
+  // tracker forgets accesses that a later write covers, trusting that order). So r is cancelled
+  // as a host-side consumer of its predecessors still running.
+  {
+    std::lock_guard lock(r->m);
+    r->cancel_cause = std::move(cause);
+  }
+  arm_host_side(r);  // → ready(r) once they have ended
 }
 
 void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released) {
@@ -114,7 +122,11 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
 void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
   std::vector<cl_event> wait_list;
   std::vector<unsigned> wait_lanes;
-  std::string cause = std::move(r->cancel_cause);
+  std::string cause;
+  {
+    std::lock_guard lock(r->m);
+    cause = std::move(r->cancel_cause);
+  }
   if (cause.empty()) {
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
@@ -132,8 +144,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     }
   }
   if (!cause.empty()) {
-    r->preds.clear();
-    finish(*r, Status::cancelled, "not run: " + cause);
+    cancel_after_preds(r, std::move(cause));
     return;
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) {
@@ -172,7 +183,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   }
   r->preds.clear();  // only now: their events had to live through the enqueue
   if (err != CL_SUCCESS) {
-    finish(*r, Status::failed, what + " failed: " + cl_error_name(err));
+    finish(*r, Status::failed, what + " failed: " + cl_error_name(err));  // nothing it waited for ran short
     return;
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};

@@ -31,12 +31,11 @@ unsigned kernel_queues_from(const ControllerOptions& o) {
   return 1;
 }
 
-// Every hazard is an explicit wait-list edge, so the async queues need not run in order. Out of
-// order, a command that fails (its host predecessor threw) cannot take down the unrelated commands
-// queued behind it: PoCL 3.1 fails them on an in-order queue, or stalls the queue for good (see
-// tests/test_random_programs.cpp). Default: out of order on CPU devices, where that was verified
-// with PoCL; in order on GPUs, whose speed was measured that way (NVIDIA's behaviour in the failure
-// case is not known yet). HETFLOW_QUEUE_ORDER overrides; sync always has one in-order queue.
+// Every hazard is an explicit wait-list edge, so the async queues need not run in order; out of
+// order, a CPU device (PoCL) runs independent commands of one queue at once. Default: out of order
+// on CPU devices, in order on GPUs, whose speed was measured that way. Failures do not depend on
+// it: nothing enqueued waits on anything that can fail but a device command itself (docs/drivers.md,
+// "Failed user events"). HETFLOW_QUEUE_ORDER overrides; sync always has one in-order queue.
 bool out_of_order_from(Policy policy, const DeviceInfo& device) {
   if (policy == Policy::sync) return false;
   bool want = (device.type & CL_DEVICE_TYPE_CPU) != 0;
@@ -345,15 +344,19 @@ void Engine::finish(Request& r, Status s, std::string error) {
     failures_.push_back(std::move(f));
   }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
-  if (s == Status::done) {
-    for (const auto& h : held) release_held(h, nullptr);
-    return;
+  const std::string cause = "request #" + std::to_string(r.id) + " '" + r.name + "' that it depends on " + to_string(s);
+  // Held-back requests never reach the driver: the streaming node cancels them once nothing they
+  // wait for is left (Engine::cancel_after_preds).
+  for (const auto& h : held) {
+    if (s != Status::done) {
+      std::lock_guard lock(h->m);
+      if (h->cancel_cause.empty()) h->cancel_cause = cause;
+    }
+    release_held(h, nullptr);
   }
-  // Held-back requests never reach the driver; enqueued dependants are terminated by OpenCL.
-  for (const auto* list : {&held, &dependants})
-    for (const auto& d : *list)
-      finish(*d, Status::cancelled,
-             "not run: request #" + std::to_string(r.id) + " '" + r.name + "' that it depends on " + to_string(s));
+  // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them.
+  if (s != Status::done)
+    for (const auto& d : dependants) finish(*d, Status::cancelled, "not run: " + cause);
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
@@ -382,6 +385,10 @@ void Engine::ready(const RequestPtr& r) {
   {
     std::lock_guard lock(r->m);
     cause = r->cancel_cause;
+  }
+  if (on_device(r->kind)) {  // only cancelled device requests wait as consumers (cancel_after_preds)
+    finish(*r, Status::cancelled, "not run: " + cause);
+    return;
   }
   if (r->kind == Kind::host && !cause.empty()) {
     finish(*r, Status::cancelled, "not run: " + cause);

@@ -92,7 +92,8 @@ class Engine {
   // nothing is left, and hand on the requests held back behind it.
   void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
   void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
-  // A predecessor of h succeeded or was enqueued; on the streaming node `released` collects h when
+  void cancel_after_preds(const RequestPtr& r, std::string cause);
+  // A predecessor of h ended or was enqueued; on the streaming node `released` collects h when
   // nothing is left, elsewhere h is put to the streaming node.
   void release_held(const RequestPtr& h, std::vector<RequestPtr>* released);
   bool is_done(const RequestPtr& r);

@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -153,6 +154,7 @@ struct Req {
   Box box;                     // the region, shared by every tile of the request
   float k = 0.0f;              // the constant (scale_in_place: the factor)
   bool slow = false;           // rp_mix, rp_update: spin first; host tasks: sleep first
+  bool fails = false;          // host tasks: throw before touching anything (failure mode)
 };
 
 struct Program {
@@ -207,6 +209,7 @@ std::string describe(const Req& r, const Program& p) {
     case Op::wait_all: break;
   }
   if (r.slow) s << " slow";
+  if (r.fails) s << " THROWS";
   return s.str();
 }
 
@@ -253,7 +256,8 @@ Extent common_extent(const Program& p, std::initializer_list<int> tiles) {
   return e;
 }
 
-Program generate(std::uint64_t seed) {
+// With `failures`, about one host task in eight throws.
+Program generate(std::uint64_t seed, bool failures) {
   Rng rng(seed);
   Program p;
   p.seed = seed;
@@ -339,6 +343,7 @@ Program generate(std::uint64_t seed) {
     const bool can_be_slow = r.op == Op::k_mix || r.op == Op::k_update || r.op == Op::h_mix || r.op == Op::h_update ||
                              r.op == Op::h_fill;
     r.slow = can_be_slow && rng.chance(8);
+    if (failures && (r.op == Op::h_mix || r.op == Op::h_update || r.op == Op::h_fill)) r.fails = rng.chance(12);
     if ((r.op == Op::k_update || r.op == Op::k_fill) && rng.chance(25)) {
       // Bands: launches of one kernel on disjoint parts of the box, back to back and independent,
       // so they run at once (what aborted PoCL < 7.0: docs/drivers.md).
@@ -374,9 +379,97 @@ void for_box(const Box& b, F&& f) {
     for (std::size_t gx = b.offset[0]; gx < b.offset[0] + b.size[0]; ++gx) f(gx, gy);
 }
 
+// Which requests fail or are cancelled, as the engine decides it (docs/architecture.md, "Failures"):
+// a request is cancelled when one of its accesses conflicts (overlapping boxes, not two reads) with
+// an access of a failed or cancelled request that no wait has reported yet; a write erases the
+// entries its box contains, whose conflicts it inherits. This is the hazard tracker's rule
+// (src/dependency_tracker.hpp), kept here for bad requests only: good ones never cancel anything.
+class FailureModel {
+ public:
+  struct Touch {
+    int tile;
+    bool device;  // else the host image
+    Box box;
+    bool reads, writes;
+  };
+  // Request `index` with these accesses, in the engine's order; `throws`: a host task that throws
+  // if it runs. Returns whether it runs and succeeds.
+  bool submit(int index, const std::vector<Touch>& touches, bool throws) {
+    bool cancelled = false;
+    for (const auto& t : touches)
+      for (const auto& e : lists_[key(t)])
+        if (e.box.overlaps(t.box) && (e.writes || t.writes)) cancelled = true;
+    const bool bad = cancelled || throws;
+    for (const auto& t : touches) {
+      auto& list = lists_[key(t)];
+      if (t.writes) std::erase_if(list, [&](const Entry& e) { return t.box.contains(e.box); });
+      if (bad) list.push_back({t.box, t.writes, index});
+    }
+    if (bad) {
+      Bad b{index, {}};
+      for (const auto& t : touches) b.tiles.push_back(t.tile);
+      unreported_.push_back(std::move(b));
+    }
+    return !bad;
+  }
+  // A wait on `tile` (or, with -1, wait_all) reports the bad requests that touch it: how many.
+  std::size_t report(int tile) {
+    std::vector<int> reported;
+    std::erase_if(unreported_, [&](const Bad& b) {
+      const bool concerns = tile < 0 || std::find(b.tiles.begin(), b.tiles.end(), tile) != b.tiles.end();
+      if (concerns) reported.push_back(b.index);
+      return concerns;
+    });
+    for (auto& [k, list] : lists_)
+      std::erase_if(list, [&](const Entry& e) {
+        return std::find(reported.begin(), reported.end(), e.index) != reported.end();
+      });
+    return reported.size();
+  }
+
+ private:
+  struct Entry {
+    Box box;
+    bool writes;
+    int index;
+  };
+  struct Bad {
+    int index;
+    std::vector<int> tiles;
+  };
+  static std::pair<int, bool> key(const Touch& t) { return {t.tile, t.device}; }
+  std::map<std::pair<int, bool>, std::vector<Entry>> lists_;
+  std::vector<Bad> unreported_;
+};
+
+// The images each request touches and how, in the order the engine records them
+// (src/access_plan.hpp and the argument order of the launches and host tasks below).
+std::vector<FailureModel::Touch> touches_of(const Req& r) {
+  const Box& b = r.box;
+  auto in = [&](int t, bool dev) { return FailureModel::Touch{t, dev, b, true, false}; };
+  auto out = [&](int t, bool dev) { return FailureModel::Touch{t, dev, b, false, true}; };
+  auto io = [&](int t, bool dev) { return FailureModel::Touch{t, dev, b, true, true}; };
+  switch (r.op) {
+    case Op::move_to: return {in(r.o, false), out(r.o, true)};
+    case Op::move_from: return {in(r.o, true), out(r.o, false)};
+    case Op::k_mix:
+    case Op::k_mix_inputs: return {in(r.a, true), in(r.b, true), out(r.o, true)};
+    case Op::k_update: return {io(r.o, true), in(r.a, true)};
+    case Op::k_fill: return {out(r.o, true)};
+    case Op::k_scale: return {io(r.o, true)};
+    case Op::h_mix: return {in(r.a, false), in(r.b, false), out(r.o, false)};
+    case Op::h_update: return {io(r.o, false), in(r.a, false)};
+    case Op::h_fill: return {out(r.o, false)};
+    case Op::wait_tile:
+    case Op::wait_all: break;
+  }
+  return {};
+}
+
 struct Reference {
   std::vector<Image> host, dev;
   std::vector<std::size_t> width;
+  FailureModel failures;
 
   explicit Reference(const Program& p) {
     for (std::size_t t = 0; t < p.tiles.size(); ++t) {
@@ -390,7 +483,9 @@ struct Reference {
   }
   std::size_t at(int t, std::size_t gx, std::size_t gy) const { return gx + gy * width[t]; }
 
-  void run(const Req& r) {
+  // Request `index`: applies its effect unless it fails or is cancelled.
+  void run(const Req& r, int index) {
+    if (r.op != Op::wait_tile && r.op != Op::wait_all && !failures.submit(index, touches_of(r), r.fails)) return;
     auto& H = host;
     auto& D = dev;
     // The same three operations run on the device image (kernels) or the host image (host tasks),
@@ -545,12 +640,22 @@ std::string compare(const Tile<float>& t, const Image& ref, int index) {
 struct Config {
   Policy policy;
   unsigned queues;
+  bool failures = false;      // host tasks throw now and then
+  const char* order = nullptr;  // HETFLOW_QUEUE_ORDER for the controller, or the default
   std::string name() const {
     std::string s = hetflow::to_string(policy);
     if (policy == Policy::async) s += ", " + std::to_string(queues) + " kernel queue(s)";
+    if (order) s += std::string(", ") + order;
+    if (failures) s += ", failing host tasks";
     return s;
   }
 };
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
 
 // Runs `p` on `c`; returns "" or what went wrong.
 std::string run_program(Controller& c, const Kernels& k, const Program& p, Watchdog& dog) {
@@ -567,6 +672,25 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
     for (std::size_t i = 0; i < T[t].size(); ++i) T[t][i] = init_second(t, i);
 
   std::string errors;
+  // A wait must throw RequestFailed naming exactly the `expected` failed or cancelled requests
+  // (failure mode; otherwise expected is 0 and it must not throw).
+  auto expect_reports = [&](std::size_t expected, const auto& wait, const std::string& which) {
+    std::size_t got = 0;
+    std::string text;
+    try {
+      wait();
+    } catch (const hetflow::RequestFailed& e) {
+      text = e.what();
+      got = std::strtoul(text.c_str(), nullptr, 10);
+      const auto lines = std::size_t(std::count(text.begin(), text.end(), '\n'));
+      const auto causes = count_of(text, "not run: request #") + count_of(text, "threw: injected failure");
+      if (lines != got || causes != got)
+        errors += "  " + which + ": a report line without its cause:\n" + text + "\n";
+    }
+    if (got != expected)
+      errors += "  " + which + " reported " + std::to_string(got) + " failed or cancelled request(s), expected " +
+                std::to_string(expected) + (text.empty() ? std::string() : ":\n" + text) + "\n";
+  };
   auto check_tile = [&](int t, const std::string& when) {
     if (auto d = compare(T[t], ref.host[t], t); !d.empty())
       errors += "  host image of t" + std::to_string(t) + " " + when + ":\n" + d;
@@ -575,7 +699,7 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
   for (std::size_t i = 0; i < p.reqs.size() && errors.empty(); ++i) {
     const Req& r = p.reqs[i];
     dog.step(int(i));
-    ref.run(r);
+    ref.run(r, int(i));
     const std::string tag = std::string("#") + std::to_string(i);
     switch (r.op) {
       case Op::move_to: {
@@ -628,8 +752,9 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
         const float kk = r.k;
         c.host_task(
             "mix" + tag,
-            [a, bb, o, box, kk, slow = r.slow] {
+            [a, bb, o, box, kk, slow = r.slow, fails = r.fails, tag] {
               if (slow) std::this_thread::sleep_for(host_delay);
+              if (fails) throw std::runtime_error("injected failure of " + tag);
               const std::size_t wa = a.extent().x, wb = bb.extent().x, wo = o.extent().x;
               for_box(box, [&](std::size_t gx, std::size_t gy) {
                 const float x = a[gx + gy * wa], y = bb[gx + gy * wb];
@@ -645,8 +770,9 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
         const float kk = r.k;
         c.host_task(
             "update" + tag,
-            [a, o, box, kk, slow = r.slow] {
+            [a, o, box, kk, slow = r.slow, fails = r.fails, tag] {
               if (slow) std::this_thread::sleep_for(host_delay);
+              if (fails) throw std::runtime_error("injected failure of " + tag);
               const std::size_t wa = a.extent().x, wo = o.extent().x;
               for_box(box, [&](std::size_t gx, std::size_t gy) {
                 const float x = a[gx + gy * wa];
@@ -663,8 +789,9 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
         const float kk = r.k;
         c.host_task(
             "fill" + tag,
-            [o, box, kk, slow = r.slow] {
+            [o, box, kk, slow = r.slow, fails = r.fails, tag] {
               if (slow) std::this_thread::sleep_for(host_delay);
+              if (fails) throw std::runtime_error("injected failure of " + tag);
               const std::size_t wo = o.extent().x;
               for_box(box, [&](std::size_t gx, std::size_t gy) { o[gx + gy * wo] = host_fill(gx, gy, kk); });
             },
@@ -672,17 +799,17 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
         break;
       }
       case Op::wait_tile:
-        c.wait(T[r.o]);
+        expect_reports(ref.failures.report(r.o), [&] { c.wait(T[r.o]); }, tag + " wait(t" + std::to_string(r.o) + ")");
         check_tile(r.o, "after " + tag + " wait(t" + std::to_string(r.o) + ")");
         break;
       case Op::wait_all:
-        c.wait_all();
+        expect_reports(ref.failures.report(-1), [&] { c.wait_all(); }, tag + " wait_all");
         for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "after " + tag + " wait_all");
         break;
     }
   }
   dog.step(-2);
-  c.wait_all();
+  expect_reports(ref.failures.report(-1), [&] { c.wait_all(); }, "the final wait_all");
   if (!errors.empty()) return errors;
   for (std::size_t t = 0; t < T.size(); ++t) {
     c.move_from(T[t]);
@@ -690,7 +817,7 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
   }
   c.wait_all();
   for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "at the end (after move_from of every tile)");
-  c.wait_all();  // everything is done: the tracker must be empty again
+  c.wait_all();  // everything is done and reported: the tracker must be empty again
   if (const auto n = c.engine().tracked_accesses(); n != 0)
     errors += "  the tracker still holds " + std::to_string(n) + " access(es) after two wait_all\n";
   return errors;
@@ -719,20 +846,31 @@ void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) 
   const std::size_t per_controller = std::max<std::size_t>(1, env_size("HETFLOW_RP_PER_CONTROLLER", 250));
   Watchdog dog(std::chrono::seconds(env_size("HETFLOW_RP_WATCHDOG_S", 60)));
   const auto t0 = std::chrono::steady_clock::now();
-  std::size_t failures = 0, requests = 0;
+  std::size_t failures = 0, requests = 0, throwing = 0;
   std::unique_ptr<Controller> c;
   std::unique_ptr<Kernels> k;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i % per_controller == 0) {
-      k.reset();
-      c.reset();
-      auto opts = test::options(cfg.policy, cfg.queues);
-      opts.record = false;
-      c = std::make_unique<Controller>(opts);
-      k = std::make_unique<Kernels>(*c);
+  auto fresh_controller = [&] {
+    k.reset();
+    c.reset();
+    auto opts = test::options(cfg.policy, cfg.queues);
+    opts.record = false;
+    const char* outer = std::getenv("HETFLOW_QUEUE_ORDER");
+    const std::string saved = outer ? outer : "";
+    if (cfg.order) ::setenv("HETFLOW_QUEUE_ORDER", cfg.order, 1);
+    c = std::make_unique<Controller>(opts);
+    if (cfg.order) {
+      if (outer)
+        ::setenv("HETFLOW_QUEUE_ORDER", saved.c_str(), 1);
+      else
+        ::unsetenv("HETFLOW_QUEUE_ORDER");
     }
-    const Program p = generate(first_seed + i);
+    k = std::make_unique<Kernels>(*c);
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % per_controller == 0) fresh_controller();
+    const Program p = generate(first_seed + i, cfg.failures);
     requests += p.reqs.size();
+    throwing += std::any_of(p.reqs.begin(), p.reqs.end(), [](const Req& r) { return r.fails; });
     const std::string text = describe(p);
     dog.begin("configuration " + cfg.name() + "\n" + text);
     if (verbose) std::printf("[%s]\n%s", cfg.name().c_str(), text.c_str()), std::fflush(stdout);
@@ -741,13 +879,7 @@ void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) 
       errors = run_program(*c, *k, p, dog);
     } catch (const std::exception& e) {
       errors = std::string("  exception: ") + e.what() + "\n";
-      // The controller may hold failures of this program; start afresh.
-      k.reset();
-      c.reset();
-      auto opts = test::options(cfg.policy, cfg.queues);
-      opts.record = false;
-      c = std::make_unique<Controller>(opts);
-      k = std::make_unique<Kernels>(*c);
+      fresh_controller();  // the controller may hold failures of this program
     }
     if (!errors.empty()) {
       ++failures;
@@ -761,7 +893,8 @@ void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) 
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   MESSAGE(cfg.name() << ": " << count << " programs (seeds " << first_seed << ".." << first_seed + count - 1 << "), "
-                     << requests << " requests, " << failures << " failing, " << secs << " s");
+                     << requests << " requests, " << failures << " failing, " << secs << " s"
+                     << (cfg.failures ? ", " + std::to_string(throwing) + " with a host task that throws" : std::string()));
 }
 
 }  // namespace
@@ -796,6 +929,20 @@ TEST_CASE("premise: kernel and host float arithmetic agree bit for bit (no FMA c
 TEST_CASE("random programs: async, 1 kernel queue") { run_config({Policy::async, 1}, 1'000'000, 3000); }
 TEST_CASE("random programs: async, 3 kernel queues") { run_config({Policy::async, 3}, 2'000'000, 3000); }
 TEST_CASE("random programs: sync") { run_config({Policy::sync, 1}, 3'000'000, 1500); }
+
+// Failure mode: host tasks throw now and then. Every request that depends on no failed one must
+// succeed with the reference's data; every one that does is reported (failed or cancelled, with its
+// cause) by the first wait that concerns it — in every queue order, on every device.
+TEST_CASE("random programs with failing host tasks: async, 1 kernel queue, out of order") {
+  run_config({Policy::async, 1, true, "out-of-order"}, 7'000'000, 1000);
+}
+TEST_CASE("random programs with failing host tasks: async, 3 kernel queues, in order") {
+  run_config({Policy::async, 3, true, "in-order"}, 8'000'000, 1000);
+}
+TEST_CASE("random programs with failing host tasks: async, 2 kernel queues, out of order") {
+  run_config({Policy::async, 2, true, "out-of-order"}, 9'000'000, 500);
+}
+TEST_CASE("random programs with failing host tasks: sync") { run_config({Policy::sync, 1, true}, 10'000'000, 500); }
 
 // Completion must never depend on callbacks alone: NVIDIA's arrive milliseconds late, PoCL's never
 // come for a command that failed. HETFLOW_DEBUG_DROP_CALLBACKS makes the engine ignore them all, so
@@ -911,29 +1058,20 @@ TEST_CASE("regression: a wait does not block on a command queued behind a host-g
   ::unsetenv("HETFLOW_DEBUG_DROP_CALLBACKS");
 }
 
-// Regression (found under ASan, where timing differs): PoCL 3.1 never runs a command enqueued with
-// a user event that has already failed in its wait list, and its in-order queue stalls behind it
-// for good (seen alone: clSetUserEventStatus(u, -1), then clEnqueueWriteBuffer(q, ..., 1, &u) stays
-// CL_QUEUED, and every later command on q too). So the streaming node must not enqueue a command
-// whose host predecessor failed between the dispatch (which made the user event) and the enqueue.
-// The window is small; each round here races the failing host task against the gated H2D (without
-// the streaming node's check this case hung in 2 of 4 runs here, at round 14 and 16). What must
-// hold with either queue order: no wait hangs, and requests submitted after the failure was
-// reported work. With out-of-order queues (the default on CPU devices) the move_to(z) queued
-// behind the cancelled move_to(y) must also succeed. On an in-order queue PoCL fails it too, though
-// it depends on nothing that failed (185-300 of 300 rounds here), and once in ~30 runs PoCL itself
-// crashed passing the failure on (SIGSEGV in pthread_cond_broadcast(NULL) under
-// clSetUserEventStatus -> pocl_update_event_failed, twice nested): so async in-order is not run
-// here on a CPU device. Run it elsewhere with HETFLOW_QUEUE_ORDER=in-order.
+// A host task fails just as the device command behind it would be enqueued, and an unrelated
+// command follows on the same queue. Nothing that does not depend on the failure may fail with it,
+// in either queue order (docs/drivers.md, "Failed user events": with user events, NVIDIA failed
+// move_to(z) in 204 of 300 rounds, PoCL 3.1 in 185-300 of 300 on in-order queues and hung or
+// crashed now and then), and no wait may hang.
 TEST_CASE("regression: a command gated on a host task that failed before its enqueue does not stall its queue") {
   struct Run {
     Policy policy;
     const char* order;
   };
-  std::vector<Run> runs = {Run{Policy::async, "out-of-order"}, Run{Policy::sync, "in-order"}};
+  const std::vector<Run> runs = {Run{Policy::async, "out-of-order"}, Run{Policy::async, "in-order"},
+                                 Run{Policy::sync, "in-order"}};
   const char* env = std::getenv("HETFLOW_QUEUE_ORDER");
   const std::string outer = env ? env : "";
-  if (outer == "in-order") runs.push_back(Run{Policy::async, "in-order"});
   for (const Run& run : runs) {
     CAPTURE(test::policy_name(run.policy));
     CAPTURE(run.order);
@@ -945,10 +1083,6 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
       ::unsetenv("HETFLOW_QUEUE_ORDER");
     else
       ::setenv("HETFLOW_QUEUE_ORDER", outer.c_str(), 1);
-    cl_command_queue_properties supported = 0;
-    clGetDeviceInfo(c.device().device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof supported, &supported, nullptr);
-    const bool isolated = run.policy == Policy::async && std::string(run.order) == "out-of-order" &&
-                          (supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     auto y = c.tile<float>(64, "y"), z = c.tile<float>(64, "z");
     Watchdog dog(std::chrono::seconds(60));
     dog.begin(std::string("regression: failed gate before enqueue, ") + test::policy_name(run.policy) + ", " + run.order);
@@ -965,12 +1099,7 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
       } catch (const hetflow::RequestFailed& e) {
         const std::string msg = e.what();
         CHECK(msg.find("no data") != std::string::npos);
-        if (msg.find("'move_to(z)' failed") != std::string::npos) {
-          ++spurious;
-          // Then say so plainly, not with the error table's name for -1.
-          CHECK(msg.find("ahead of it on its in-order queue") != std::string::npos);
-          CHECK(msg.find("CL_DEVICE_NOT_FOUND") == std::string::npos);
-        }
+        if (msg.find("move_to(z)") != std::string::npos) ++spurious;
       }
       test::fill(z, float(i));
       c.move_to(z);
@@ -980,7 +1109,7 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
       c.wait(z);
       CHECK(test::all_equal(z, float(i)));
     }
-    if (isolated) CHECK(spurious == 0);
+    CHECK(spurious == 0);
     MESSAGE(test::policy_name(run.policy) << ", " << std::string(run.order) << ": move_to(z) failed with move_to(y) in " << spurious
                                           << " of " << rounds << " rounds");
   }
