@@ -1,5 +1,5 @@
 // The dispatcher: serial, in program order. Turns a request's declared accesses into hazard edges
-// (DESIGN.md §3), then hands device requests to the streaming node and arms host-side requests
+// (docs/architecture.md, "Hazards"), then hands device requests to the streaming node and arms host-side requests
 // (host tasks, waits, frees) to run when their predecessors complete. It never blocks.
 #include "access_plan.hpp"
 #include "engine.hpp"

@@ -1,4 +1,4 @@
-// Kernels for hetflow's own validation tests (DESIGN.md Appendix A).
+// Kernels for hetflow's own validation tests (docs/architecture.md, "Validation cases").
 
 // Copies a into b `repeat` times over, in one work-group: the length grows with n * repeat while
 // only one compute unit is busy, so transfers on other queues find a free one (PoCL runs one

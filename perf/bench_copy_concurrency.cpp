@@ -1,5 +1,5 @@
 // Whether the device runs a kernel, a host-to-device and a device-to-host copy at one instant when
-// each is on its own in-order queue with no dependencies (DESIGN.md Appendix A, T-06), written
+// each is on its own in-order queue with no dependencies (the validation case T-06, docs/architecture.md), written
 // as hand-written OpenCL would: pinned host memory (CL_MEM_ALLOC_HOST_PTR, mapped), one flush per
 // command. Prints each command's profiled interval relative to the first start, and which overlap.
 // The "fresh" case copies into a device buffer never used before: a runtime that allocates device

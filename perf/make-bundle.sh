@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Builds Release and gathers what a bare GPU host needs to run the benchmarks and the engine
 # tests into DIR (default bundle/, git-ignored): binaries, kernels_cl/, and the shared libraries
-# it lacks (oneTBB, spdlog, fmt, libhetflow) via ../shared/tools/bundle-runtime.sh.
+# it lacks (oneTBB, spdlog, fmt, libhetflow) via tools/bundle-runtime.sh.
 #   bash perf/make-bundle.sh [DIR]    then, there:  LD_LIBRARY_PATH=DIR/lib DIR/bin/...
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${1:-$root/bundle}
-build=$root/build-release
+build=${HETFLOW_BUNDLE_BUILD_DIR:-$root/build-release}
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
 cp "$build"/bin/hetflow "$build"/bin/bench_* "$dir/bin/"
-for t in test_appendix_a test_errors test_random_programs test_soak test_tracker; do
+[ -x "$build/bin/banded_heat" ] && cp "$build/bin/banded_heat" "$dir/bin/"
+for t in test_appendix_a test_errors test_random_programs test_soak test_tracker test_concurrent_launches; do
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" "$dir/bin/"
 done
+# The plain-OpenCL reproducer of PoCL's kernel-cache bug (docs/drivers.md), where it exists.
+race="$root/tools/drivers/pocl_dlhandle_race.c"
+[ -f "$race" ] && cc -O2 "$race" -lOpenCL -o "$dir/bin/pocl_dlhandle_race"
 cp -r "$root/kernels_cl" "$dir/kernels_cl"
 cp -L "$build"/libhetflow.so.* "$dir/lib/"
-bash "$root/../shared/tools/bundle-runtime.sh" "$dir" "$dir"/bin/* >/dev/null
+bash "$root/tools/bundle-runtime.sh" "$dir" "$dir"/bin/* >/dev/null
 strip "$dir"/bin/* "$dir"/lib/libhetflow.so.* 2>/dev/null || true
 du -sh "$dir"

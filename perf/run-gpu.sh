@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole GPU-host measurement in one go (see perf/RESULTS.md): run on the device machine from
-# the repository root with the bundle made by perf/make-bundle.sh carried along.
-#   bash perf/run-gpu.sh [BUNDLE=bundle]     logs go to $OUT (or /tmp/hetflow-out), a table last
+# The whole GPU-host measurement (see perf/RESULTS.md): run on the device machine from the
+# repository root with the bundle made by perf/make-bundle.sh carried along.
+#   bash perf/run-gpu.sh [BUNDLE=bundle] [PART=all]    logs go to $OUT (or /tmp/hetflow-out), a table last
+# PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), or all.
+# A device call may run 10 minutes, so the two parts can go in separate calls.
 set -uo pipefail
 B=${1:-bundle}
+PART=${2:-all}
 OUT=${OUT:-/tmp/hetflow-out}
 L=/tmp/hetflow-logs  # every log; $OUT gets a tarball of them (the device tool returns few files)
 mkdir -p "$OUT" "$L"
@@ -15,31 +18,59 @@ echo libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/vendors
 log() { echo "== $*" | tee -a "$L/summary.txt"; }
 run() { local name=$1; shift; log "$name: $*"; timeout 300 "$@" > "$L/$name.log" 2>&1; local rc=$?; tail -n 4 "$L/$name.log" | tee -a "$L/summary.txt"; echo "rc=$rc" | tee -a "$L/summary.txt"; }
+# N fresh processes of a command: how many exited 0, how many aborted (134), how many otherwise.
+repeat() {
+  local name=$1 n=$2; shift 2
+  log "$name: $n x $*"
+  local ok=0 aborted=0 other=0
+  for _ in $(seq "$n"); do
+    "$@" >> "$L/$name.log" 2>&1
+    case $? in 0) ok=$((ok + 1)) ;; 134) aborted=$((aborted + 1)) ;; *) other=$((other + 1)) ;; esac
+  done
+  echo "$name: $ok ok, $aborted aborted, $other other of $n" | tee -a "$L/summary.txt"
+}
 
 date -u +%Y-%m-%dT%H:%MZ | tee "$L/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$L/summary.txt"
 $B/bin/hetflow devices | tee "$L/devices.log"
-export HETFLOW_DEVICE=nvidia
-run appendix_a $B/bin/test_appendix_a
-run errors $B/bin/test_errors
-[ -x $B/bin/test_random_programs ] && run random $B/bin/test_random_programs
-run enqueue_cost $B/bin/bench_enqueue_cost 40
-run driver_calls $B/bin/bench_driver_calls 20000 5
-run copy_concurrency $B/bin/bench_copy_concurrency 64 64
-run overhead_nvidia $B/bin/bench_overhead 20000 7
-HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
-run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
-run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
-run sobel_16k $B/bin/bench_workloads sobel 16k 100 5
-run jacobi $B/bin/bench_workloads jacobi 16384 300 5
-run matpow $B/bin/bench_workloads matpow 8192 10 5
-if $B/bin/hetflow --help | grep -q dump; then
+
+if [ "$PART" = tests ] || [ "$PART" = all ]; then
+  export HETFLOW_DEVICE=nvidia
+  run appendix_a $B/bin/test_appendix_a
+  run errors $B/bin/test_errors
+  run random $B/bin/test_random_programs
+  # The host's PoCL (5.0, 16 cores): the kernel-cache guard (docs/drivers.md).
+  export HETFLOW_DEVICE=portable
+  run pocl_concurrent $B/bin/test_concurrent_launches
+  repeat pocl_banded_200 200 $B/bin/banded_heat 1 1
+  HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE=1 repeat pocl_banded_unguarded 20 $B/bin/banded_heat 1 1
+  [ -x $B/bin/pocl_dlhandle_race ] && repeat pocl_plain_reproducer 100 $B/bin/pocl_dlhandle_race
+  run pocl_random $B/bin/test_random_programs
+  run pocl_errors $B/bin/test_errors
+  unset HETFLOW_DEVICE
+fi
+
+if [ "$PART" = bench ] || [ "$PART" = all ]; then
+  export HETFLOW_DEVICE=nvidia
+  run enqueue_cost $B/bin/bench_enqueue_cost 40
+  run driver_calls $B/bin/bench_driver_calls 20000 5
+  run copy_concurrency $B/bin/bench_copy_concurrency 64 64
+  run overhead_nvidia $B/bin/bench_overhead 20000 7
+  HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
+  HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
+  run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
+  run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
+  run sobel_16k $B/bin/bench_workloads sobel 16k 100 5
+  run jacobi $B/bin/bench_workloads jacobi 16384 300 5
+  run matpow $B/bin/bench_workloads matpow 8192 10 5
   run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
   $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
+  run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
+  echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
+  grep -h -A4 "perf/overhead" "$L"/overhead_*.log
+  grep -h -A6 "perf/banded" "$L"/banded_pocl.log
+  tail -n 9 "$L/copy_concurrency.log"
 fi
-run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
-echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
-grep -h -A4 "perf/overhead" "$L"/overhead_*.log
-tail -n 9 "$L/copy_concurrency.log"
+echo; echo "===== summary"; grep -E "^== |rc=|test cases| ok, " "$L/summary.txt"
 tar czf "$OUT/logs.tgz" -C "$L" .
 cp "$L/summary.txt" "$OUT/"

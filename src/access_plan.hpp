@@ -1,6 +1,6 @@
 #pragma once
-// Which images a request touches, how, and under which slot name (the six events of 000 ch. 3
-// and 004): the mapping from a request to the hazard tracker's accesses.
+// Which images a request touches, how, and under which slot name (the slots of
+// docs/architecture.md, "Hazards"): the mapping from a request to the hazard tracker's accesses.
 #include <hetflow/access.hpp>
 
 #include "dependency_tracker.hpp"

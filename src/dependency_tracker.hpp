@@ -1,5 +1,5 @@
 #pragma once
-// The hazard tracker of DESIGN.md §3, in its general form: per (tile, image) the outstanding
+// The hazard tracker of docs/architecture.md, "Hazards": per (tile, image) the outstanding
 // accesses (the last writers and the readers since them), each with its box. It knows nothing of
 // OpenCL or of how requests run; `Handle` names a request and `is_done(handle)` says whether it
 // has completed, so completed accesses are pruned and the lists stay short.
@@ -34,7 +34,7 @@ template <class Handle>
 class DependencyTracker {
  public:
   // Why `to` must wait for `from`: the hazard, where (tile, image, the overlapping region) and the
-  // slots of DESIGN.md §3 (offloading_write, kernel_read, host_write, ...).
+  // slots of docs/architecture.md, "Hazards" (offloading_write, kernel_read, host_write, ...).
   struct Edge {
     Handle from;
     Hazard hazard;

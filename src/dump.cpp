@@ -1,4 +1,4 @@
-// The task-graph dump (DESIGN.md §6): records ⇄ JSON (docs/dump-schema.md) and records → DOT.
+// The task-graph dump (docs/architecture.md, "Dumps and traces"): records ⇄ JSON (docs/dump-schema.md) and records → DOT.
 #include <hetflow/controller.hpp>
 #include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>

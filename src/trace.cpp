@@ -1,4 +1,4 @@
-// Chrome trace-event JSON of a run (DESIGN.md §6) and the summary `hetflow report` prints from it:
+// Chrome trace-event JSON of a run (docs/architecture.md, "Dumps and traces") and the summary `hetflow report` prints from it:
 // busy time per lane, overlap, idle gaps and the critical path.
 #include <hetflow/controller.hpp>
 #include <hetflow/errors.hpp>

@@ -27,7 +27,7 @@ bool all_equal(const hetflow::Tile<T>& t, T v) {
   return std::all_of(t.data(), t.data() + t.size(), [&](T x) { return x == v; });
 }
 
-// change(t, v) of 000 ch. 5: a host task that sets every element of t to v.
+// change(t, v) of the validation cases (docs/architecture.md): a host task that sets every element of t to v.
 template <class T>
 void change(hetflow::Controller& c, hetflow::Tile<T>& t, T v) {
   c.host_task("change(" + t.name() + ")", [t, v]() mutable { fill(t, v); }, hetflow::out(t));
@@ -51,7 +51,7 @@ inline Interval interval(const std::vector<hetflow::RequestRecord>& recs, const 
 
 inline std::string policy_name(hetflow::Policy p) { return hetflow::to_string(p); }
 
-// The set-up of DESIGN.md Appendix A's cases: a recording controller and K(in a, out b), one
+// The set-up of the validation cases (docs/architecture.md): a recording controller and K(in a, out b), one
 // work-group copying a into b `repeat` passes long (kernels_cl/hetflow_test.cl: copy_loop).
 struct AppendixCase {
   explicit AppendixCase(hetflow::Policy p) : c(options(p, 1)), k(c.kernel("hetflow_test.cl", "copy_loop")) {}
@@ -81,8 +81,8 @@ inline std::vector<hetflow::Tile<float>> run_t07(AppendixCase& t, std::size_t n)
 }
 
 // The requests of T-05 (with_d = false) and T-06 on fresh tiles of n floats a=1, b=0, c=2, d=3;
-// `sync_before_change` is the thesis's sync before change(c,0), which the host-task tracking of
-// DESIGN.md §3 makes unnecessary. Ends with wait_all; returns the tiles (a, b, c, d).
+// `sync_before_change` is the original sequence's sync before change(c,0), which tracking host
+// tasks' accesses (docs/architecture.md, "Hazards") makes unnecessary. Ends with wait_all; returns the tiles (a, b, c, d).
 inline std::vector<hetflow::Tile<float>> run_t05_t06(AppendixCase& t, std::size_t n, bool with_d,
                                                      bool sync_before_change) {
   auto a = t.c.tile<float>(n, "a"), b = t.c.tile<float>(n, "b"), c = t.c.tile<float>(n, "c"),

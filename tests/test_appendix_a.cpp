@@ -1,4 +1,4 @@
-// DESIGN.md Appendix A: the validation cases of 000 ch. 5, under both policies. Overlap is read
+// The validation cases (docs/architecture.md), under both policies. Overlap is read
 // from OpenCL profiling timestamps, never from wall time.
 #include "support.hpp"
 

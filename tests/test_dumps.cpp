@@ -1,4 +1,4 @@
-// Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (DESIGN.md §6): the pure
+// Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (docs/architecture.md, "Dumps and traces"): the pure
 // formats on hand-made records and traces, then dumps of the Appendix A cases run on the device.
 #include <cstdlib>
 #include <filesystem>
@@ -499,7 +499,7 @@ TEST_CASE("trace: valid Chrome JSON, every timed request on its lane's track at 
 }
 
 namespace {
-// T-06 of Appendix A (with the thesis's sync before change(c,0)), traced to `path`.
+// T-06 of Appendix A (with the original sequence's sync before change(c,0)), traced to `path`.
 void t06_trace(Policy p, const fs::path& path) {
   Case t(p);
   const auto tiles = test::run_t05_t06(t, long_n, true, true);

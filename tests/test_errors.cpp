@@ -1,4 +1,4 @@
-// Errors (DESIGN.md §2, §4): misuse is a UsageError from the submitting call, before anything
+// Errors (docs/architecture.md, "Failures"): misuse is a UsageError from the submitting call, before anything
 // runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
 // makes the next wait throw naming it, and leaves the controller working.
 #include <atomic>

@@ -1,7 +1,7 @@
 // Randomized differential test: thousands of seeded random programs (transfers of whole tiles and
 // regions, kernels and host tasks with in/out/io roles on regions, waits) run on the engine under
 // every policy, and each is compared bit for bit with a sequential interpreter of the same program
-// over plain host/device images (DESIGN.md §2-§4: requests on the same images behave as if run in
+// over plain host/device images (docs/architecture.md: requests on the same images behave as if run in
 // program order).
 //
 // A program: 1-6 tiles (1-D of 16..256 floats, or 2-D of 4..16 x 2..12), each with its host and

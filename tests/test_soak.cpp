@@ -1,7 +1,7 @@
 // Soak: 200,000 small requests (transfers of whole tiles and regions, kernels, host tasks, waits)
 // over a handful of small tiles finish, give the results a sequential model predicts, and leave
 // memory flat after warm-up: RSS growth stays bounded and the hazard tracker holds only a few
-// accesses after each wait_all (DESIGN.md §3: completed accesses are pruned). Once under async
+// accesses after each wait_all (docs/architecture.md, "Hazards": completed accesses are pruned). Once under async
 // with two kernel queues, once under sync. Recording is off (it keeps every request by design).
 //
 // Knob: HETFLOW_SOAK_REQUESTS=N runs N requests instead of 200,000 (warm-up is a tenth of them).

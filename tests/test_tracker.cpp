@@ -1,4 +1,4 @@
-// The hazard tracker alone (no OpenCL): DESIGN.md §3's table row by row, regions, pruning.
+// The hazard tracker alone (no OpenCL): docs/architecture.md's hazard table row by row, regions, pruning.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -54,7 +54,7 @@ std::set<std::string> waited_slots(const std::vector<Tracker::Edge>& edges) {
 
 }  // namespace
 
-TEST_CASE("each row of DESIGN.md §3's table waits on exactly the slots it lists") {
+TEST_CASE("each row of the hazard table waits on exactly the slots it lists") {
   // Row → the earlier requests it must wait for (the table, with the "+" extras of the general form).
   const std::map<std::string, std::set<std::string>> waits = {
       {"H2D", {"kernel IN", "D2H", "kernel OUT", "kernel IO", "H2D", "host OUT", "host IO"}},

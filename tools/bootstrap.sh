@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One entry point for a fresh Debian 12 machine: installs what hetflow needs (DESIGN.md §10),
+# One entry point for a fresh Debian 12 machine: installs what hetflow needs (docs/architecture.md, "Dependencies"),
 # builds it in Release, then either runs the main job or the test suite.
 #   bash tools/bootstrap.sh demo   # set up, build, run `hetflow run sobel` on the default device
 #   bash tools/bootstrap.sh test   # set up, build, run every test through ctest

@@ -1,5 +1,5 @@
 #pragma once
-// The task graph of what a controller ran (DESIGN.md §6): requests as nodes, hazards as edges, as
+// The task graph of what a controller ran (docs/architecture.md, "Dumps and traces"): requests as nodes, hazards as edges, as
 // JSON (docs/dump-schema.md; read back by `hetflow dump`) and as Graphviz DOT.
 #include <cstdint>
 #include <map>

@@ -7,7 +7,7 @@
 
 namespace hetflow {
 
-// Why one request waited for another (DESIGN.md §3): the hazard, the tile and image, the
+// Why one request waited for another (docs/architecture.md, "Hazards"): the hazard, the tile and image, the
 // overlapping region and the slots of both ends (offloading_write, kernel_read, host_write, ...).
 struct EdgeRecord {
   std::uint64_t from = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// The timeline of what a controller ran (DESIGN.md §6) as Chrome trace-event JSON — it opens in
+// The timeline of what a controller ran (docs/architecture.md, "Dumps and traces") as Chrome trace-event JSON — it opens in
 // Perfetto and chrome://tracing — and the summary `hetflow report` prints from such a trace.
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The papers' streaming workloads written on hetflow (DESIGN.md Appendix B): the same kernels,
+// The papers' streaming workloads written on hetflow (docs/architecture.md, "Workloads"): the same kernels,
 // inputs, launch geometry and host work as the hand-written versions in perf/native/, so their
 // outputs and checksums are bit-identical; only who orders the commands differs.
 #pragma once
