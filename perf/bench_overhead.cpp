@@ -2,8 +2,12 @@
 // kernels and 4-byte transfers, on the default device (HETFLOW_DEVICE picks another).
 //   bench_overhead [requests-per-run=20000] [runs=7]
 // Each run times native and hetflow back to back (interleaved), so machine noise hits both;
-// the table shows medians. hetflow runs with recording off and on (what dumps cost). The last row
-// is the sync policy: each 4-byte transfer blocks until done, against blocking clEnqueue calls.
+// the table shows medians. "native" is hand-written OpenCL without profiling (the fastest such a
+// program gets), against hetflow's default (no profiling); "native prof." has
+// CL_QUEUE_PROFILING_ENABLE on its queues, against hetflow recording (which profiles, for the
+// times in dumps and traces). The blocking rows: the sync policy's 4-byte transfers against
+// blocking clEnqueue calls, and a launch followed by wait() against clEnqueueNDRangeKernel +
+// clWaitForEvents (the interactive round trip).
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
@@ -37,8 +41,9 @@ void check(cl_int err, const char* what) {
 // The hand-written baseline: one in-order queue per role, each command chained to the previous one
 // by its event, as asynchronous OpenCL code with dependencies is written.
 struct Native {
-  explicit Native(const DeviceInfo& d) : context(d.device) {
-    for (auto* q : {&kernel_q, &h2d_q, &d2h_q}) *q = cl::CommandQueue(context, d.device, CL_QUEUE_PROFILING_ENABLE);
+  Native(const DeviceInfo& d, bool profiling) : context(d.device) {
+    for (auto* q : {&kernel_q, &h2d_q, &d2h_q})
+      *q = cl::CommandQueue(context, d.device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0);
     program = cl::Program(context, "__kernel void empty_kernel(__global float* x) { (void)x; }");
     program.build("-cl-kernel-arg-info");
     kernel = cl::Kernel(program, "empty_kernel");
@@ -76,6 +81,18 @@ struct Native {
     }
     clWaitForEvents(1, &prev);
     clReleaseEvent(prev);
+  }
+  void round_trips(int n) {
+    cl_mem mem = buffer();
+    check(clSetKernelArg(kernel(), 0, sizeof mem, &mem), "clSetKernelArg");
+    const std::size_t global = 1;
+    for (int i = 0; i < n; ++i) {
+      cl_event ev;
+      check(clEnqueueNDRangeKernel(kernel_q(), kernel(), 1, nullptr, &global, nullptr, 0, nullptr, &ev),
+            "clEnqueueNDRangeKernel");
+      check(clWaitForEvents(1, &ev), "clWaitForEvents");
+      clReleaseEvent(ev);
+    }
   }
   void blocking_transfers(int n) {
     for (int i = 0; i < n; ++i)
@@ -115,6 +132,12 @@ struct Hetflow {
     }
     c.wait_all();
   }
+  void round_trips(int n) {
+    for (int i = 0; i < n; ++i) {
+      c.launch(k, Range(1), io(x));
+      c.wait(x);
+    }
+  }
   Controller c;
   Kernel k;
   Tile<float> x;
@@ -125,42 +148,41 @@ struct Hetflow {
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 7;
+  if (n < 10 || runs < 1) {
+    std::fprintf(stderr, "usage: bench_overhead [requests-per-run >= 10] [runs >= 1]\n");
+    return 2;
+  }
   const auto device = select_device();
   std::printf("perf/overhead on %s (%s), %d requests per run, median of %d runs\n", device.device.name.c_str(),
               device.device.platform_name.c_str(), n, runs);
-  Native native(device.device);
-  std::vector<double> nk, nt, hk, ht, rk, rt, ns, hs;
+  Native native(device.device, false), profiled(device.device, true);
+  // Per row: native, hetflow, native with profiling, hetflow recording.
+  std::vector<double> kern[4], xfer[4], sync[2], trip[2];
   const int blocking_n = std::max(1, n / 10);  // blocking requests are slower; fewer keep runs short
   for (int r = 0; r < runs + 1; ++r) {
     // A fresh controller per run keeps recording's history from growing across runs.
-    Hetflow plain(false), recorded(true), sync(false, Policy::sync);
-    const double a = seconds_of([&] { native.kernels(n); });
-    const double b = seconds_of([&] { plain.kernels(n); });
-    const double c = seconds_of([&] { recorded.kernels(n); });
-    const double d = seconds_of([&] { native.transfers(n); });
-    const double e = seconds_of([&] { plain.transfers(n); });
-    const double f = seconds_of([&] { recorded.transfers(n); });
-    const double g = seconds_of([&] { native.blocking_transfers(blocking_n); });
-    const double h = seconds_of([&] { sync.transfers(blocking_n); });
+    Hetflow plain(false), recorded(true), synced(false, Policy::sync);
+    const double times[] = {
+        seconds_of([&] { native.kernels(n); }),        seconds_of([&] { plain.kernels(n); }),
+        seconds_of([&] { profiled.kernels(n); }),      seconds_of([&] { recorded.kernels(n); }),
+        seconds_of([&] { native.transfers(n); }),      seconds_of([&] { plain.transfers(n); }),
+        seconds_of([&] { profiled.transfers(n); }),    seconds_of([&] { recorded.transfers(n); }),
+        seconds_of([&] { native.blocking_transfers(blocking_n); }), seconds_of([&] { synced.transfers(blocking_n); }),
+        seconds_of([&] { native.round_trips(blocking_n); }),        seconds_of([&] { plain.round_trips(blocking_n); }),
+    };
     if (r == 0) continue;  // warm-up: program builds, first allocations, thread start-up
-    nk.push_back(a);
-    hk.push_back(b);
-    rk.push_back(c);
-    nt.push_back(d);
-    ht.push_back(e);
-    rt.push_back(f);
-    ns.push_back(g);
-    hs.push_back(h);
+    for (int i = 0; i < 4; ++i) kern[i].push_back(times[i]), xfer[i].push_back(times[4 + i]);
+    for (int i = 0; i < 2; ++i) sync[i].push_back(times[8 + i]), trip[i].push_back(times[10 + i]);
   }
   auto us = [&](const std::vector<double>& v) { return median(v) / n * 1e6; };
-  std::printf("\n%-22s %12s %12s %12s %14s %14s\n", "request", "native us", "hetflow us", "added us", "recording us",
-              "rec. added us");
-  std::printf("%-22s %12.2f %12.2f %12.2f %14.2f %14.2f\n", "empty kernel", us(nk), us(hk), us(hk) - us(nk), us(rk),
-              us(rk) - us(nk));
-  std::printf("%-22s %12.2f %12.2f %12.2f %14.2f %14.2f\n", "4-byte H2D/D2H", us(nt), us(ht), us(ht) - us(nt), us(rt),
-              us(rt) - us(nt));
   auto us_blocking = [&](const std::vector<double>& v) { return median(v) / blocking_n * 1e6; };
-  std::printf("%-22s %12.2f %12.2f %12.2f %14s %14s\n", "sync 4-byte transfer", us_blocking(ns), us_blocking(hs),
-              us_blocking(hs) - us_blocking(ns), "-", "-");
+  std::printf("\n%-26s %10s %10s %8s %13s %13s %8s\n", "request", "native us", "hetflow us", "added", "native prof.",
+              "hf recording", "added");
+  for (auto [name, v] : {std::pair{"empty kernel", kern}, std::pair{"4-byte H2D/D2H", xfer}})
+    std::printf("%-26s %10.2f %10.2f %8.2f %13.2f %13.2f %8.2f\n", name, us(v[0]), us(v[1]), us(v[1]) - us(v[0]),
+                us(v[2]), us(v[3]), us(v[3]) - us(v[2]));
+  for (auto [name, v] : {std::pair{"sync: blocking 4-byte xfer", sync}, std::pair{"launch + wait round trip", trip}})
+    std::printf("%-26s %10.2f %10.2f %8.2f %13s %13s %8s\n", name, us_blocking(v[0]), us_blocking(v[1]),
+                us_blocking(v[1]) - us_blocking(v[0]), "-", "-", "-");
   return 0;
 }

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "settings.hpp"
+
 namespace hetflow {
 namespace {
 
@@ -139,7 +141,7 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
 DeviceChoice select_device(std::string_view spec) {
   auto devices = list_devices();
   if (!spec.empty()) return select_device_from(devices, spec, "the program");
-  if (const char* env = std::getenv("HETFLOW_DEVICE"); env && *env) return select_device_from(devices, env, "HETFLOW_DEVICE");
+  if (const auto env = detail::env_text("HETFLOW_DEVICE")) return select_device_from(devices, *env, "HETFLOW_DEVICE");
   return select_device_from(devices, {}, "default");
 }
 

@@ -5,47 +5,31 @@
 #include <sstream>
 
 #include "log.hpp"
+#include "settings.hpp"
 
 namespace hetflow::detail {
 namespace {
 
 Policy policy_from(const ControllerOptions& o) {
   if (o.policy) return *o.policy;
-  if (const char* env = std::getenv("HETFLOW_POLICY"); env && *env) return parse_policy(env);
-  return Policy::async;
+  return env_policy().value_or(Policy::async);
 }
 
 unsigned kernel_queues_from(const ControllerOptions& o) {
-  if (o.kernel_queues) {
-    if (*o.kernel_queues < 1 || *o.kernel_queues > 64)
-      throw UsageError("kernel_queues must be between 1 and 64, not " + std::to_string(*o.kernel_queues));
-    return *o.kernel_queues;
-  }
-  if (const char* env = std::getenv("HETFLOW_KERNEL_QUEUES"); env && *env) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (*end != '\0' || n < 1 || n > 64)
-      throw UsageError(std::string("HETFLOW_KERNEL_QUEUES must be a number from 1 to 64, not '") + env + "'");
-    return unsigned(n);
-  }
-  return 1;
+  if (o.kernel_queues) return checked_kernel_queues(long(*o.kernel_queues), "kernel_queues");
+  return env_kernel_queues().value_or(1);
 }
 
 // Every hazard is an explicit wait-list edge, so the async queues need not run in order; out of
 // order, a CPU device (PoCL) runs independent commands of one queue at once. Default: out of order
 // on CPU devices, in order on GPUs, whose speed was measured that way. Failures do not depend on
 // it: nothing enqueued waits on anything that can fail but a device command itself (docs/drivers.md,
-// "Failed user events"). HETFLOW_QUEUE_ORDER overrides; sync always has one in-order queue.
-bool out_of_order_from(Policy policy, const DeviceInfo& device) {
+// "Failed user events"). Sync always has one in-order queue.
+bool out_of_order_from(const ControllerOptions& o, Policy policy, const DeviceInfo& device) {
   if (policy == Policy::sync) return false;
-  bool want = (device.type & CL_DEVICE_TYPE_CPU) != 0;
-  if (const char* env = std::getenv("HETFLOW_QUEUE_ORDER"); env && *env) {
-    const std::string v = env;
-    if (v != "in-order" && v != "out-of-order")
-      throw UsageError("HETFLOW_QUEUE_ORDER must be 'in-order' or 'out-of-order', not '" + v + "'");
-    want = v == "out-of-order";
-  }
-  if (!want) return false;
+  const QueueOrder fallback = (device.type & CL_DEVICE_TYPE_CPU) ? QueueOrder::out_of_order : QueueOrder::in_order;
+  const QueueOrder order = o.queue_order ? *o.queue_order : env_queue_order().value_or(fallback);
+  if (order == QueueOrder::in_order) return false;
   cl_command_queue_properties supported = 0;
   clGetDeviceInfo(device.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof supported, &supported, nullptr);
   return (supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
@@ -53,11 +37,13 @@ bool out_of_order_from(Policy policy, const DeviceInfo& device) {
 
 bool record_from(const ControllerOptions& o) {
   if (o.record) return *o.record;
-  auto set = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v;
-  };
-  return set("HETFLOW_DUMP") || set("HETFLOW_TRACE");
+  return env_text("HETFLOW_DUMP") || env_text("HETFLOW_TRACE");
+}
+
+// Checked first, so a malformed variable is reported before anything is built.
+const ControllerOptions& checked(const ControllerOptions& o) {
+  check_environment();
+  return o;
 }
 
 template <class F>
@@ -72,12 +58,12 @@ auto cl_call(const char* what, F&& f) {
 }  // namespace
 
 Engine::Engine(const ControllerOptions& options)
-    : choice(select_device(options.device)),
+    : choice(select_device(checked(options).device)),
       policy(policy_from(options)),
       kernel_queue_count(policy == Policy::sync ? 1 : kernel_queues_from(options)),
-      profiling(options.profiling),
       recording(record_from(options)),
-      out_of_order(out_of_order_from(policy, choice.device)),
+      profiling(options.profiling.value_or(recording)),
+      out_of_order(out_of_order_from(options, policy, choice.device)),
       context(cl_call("clCreateContext", [&] { return cl::Context(choice.device.device); })),
       programs(context, choice.device.device),
       // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
@@ -116,8 +102,7 @@ Engine::Engine(const ControllerOptions& options)
   if (profiling) calibrate_clock();
   tracker_.keep_completed(recording);
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
-  const char* drop = std::getenv("HETFLOW_DEBUG_DROP_CALLBACKS");
-  drop_callbacks_ = drop && *drop && std::string(drop) != "0";
+  drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count, out_of_order ? "out-of-order queues" : "in-order queues");

@@ -31,8 +31,8 @@ class Engine {
   DeviceChoice choice;
   Policy policy = Policy::async;
   unsigned kernel_queue_count = 1;
-  bool profiling = true;
   bool recording = false;
+  bool profiling = false;  // unset in the options: as recording
   bool out_of_order = false;  // async queues created with CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
   cl::Context context;
   std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "log.hpp"
+#include "settings.hpp"
 
 namespace hetflow {
 namespace {
@@ -58,20 +59,19 @@ std::atomic<int> controllers_written{0};
 }  // namespace
 
 void write_env_dumps(const Controller& c) noexcept {
-  const char* dump = std::getenv("HETFLOW_DUMP");
-  const char* trace = std::getenv("HETFLOW_TRACE");
-  const bool want_dump = dump && *dump, want_trace = trace && *trace;
-  if (!want_dump && !want_trace) return;
+  const auto dump = detail::env_text("HETFLOW_DUMP");
+  const auto trace = detail::env_text("HETFLOW_TRACE");
+  if (!dump && !trace) return;
   const int n = ++controllers_written;
-  if (want_dump) {
-    const std::string path = numbered(dump, n);
+  if (dump) {
+    const std::string path = numbered(*dump, n);
     attempt("graph dump", path, [&] { write_dump_json(c, path); });
     attempt("graph dump (DOT)", companion(path, ".dot"), [&] { write_dump_dot(c, companion(path, ".dot")); });
     attempt("controller topology", companion(path, ".topology.dot"),
             [&] { detail::write_text_file(companion(path, ".topology.dot"), c.topology_dot(), "topology DOT"); });
   }
-  if (want_trace) {
-    const std::string path = numbered(trace, n);
+  if (trace) {
+    const std::string path = numbered(*trace, n);
     attempt("trace", path, [&] { write_trace(c, path); });
   }
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "settings.hpp"
+
 namespace hetflow {
 namespace fs = std::filesystem;
 
@@ -24,12 +26,7 @@ std::string installed_next_to_library() {
 }  // namespace
 
 std::vector<std::string> kernel_search_path() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("HETFLOW_KERNEL_PATH"); env && *env) {
-    std::stringstream ss(env);
-    for (std::string dir; std::getline(ss, dir, ':');)
-      if (!dir.empty()) dirs.push_back(dir);
-  }
+  std::vector<std::string> dirs = detail::env_kernel_path();
   dirs.push_back(HETFLOW_SOURCE_KERNEL_DIR);
   if (auto next = installed_next_to_library(); !next.empty()) dirs.push_back(next);
   dirs.push_back(HETFLOW_INSTALL_KERNEL_DIR);

@@ -1,8 +1,9 @@
 #include "pocl_kernel_cache.hpp"
 
-#include <cstdlib>
 #include <mutex>
 #include <set>
+
+#include "settings.hpp"
 
 namespace hetflow::detail {
 
@@ -27,8 +28,7 @@ std::optional<Version> pocl_version(std::string_view text) {
 }
 
 bool launches_of_one_kernel_must_not_overlap(const DeviceInfo& device) {
-  if (const char* off = std::getenv("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE"); off && *off && std::string(off) != "0")
-    return false;
+  if (env_switch("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE")) return false;
   const auto v = pocl_version(device.platform_version);
   return v && v->major < 7 && (device.type & CL_DEVICE_TYPE_CPU) != 0;
 }

@@ -45,13 +45,13 @@ void in_fresh_processes(const Config& cfg, int processes) {
 
 // Later PoCL releases leak nothing, so long-lived processes meet the fault too.
 void in_this_process(const Config& cfg, int controllers, int runs_each) {
-  setenv("HETFLOW_QUEUE_ORDER", cfg.order, 1);
   const hetflow::workloads::HeatShape shape;
   const std::vector<float> expected = hetflow::workloads::heat_reference(shape);
   for (int n = 0; n < controllers; ++n) {
     ControllerOptions o;
     o.policy = cfg.policy;
     o.kernel_queues = cfg.kernel_queues;
+    o.queue_order = std::string(cfg.order) == "in-order" ? QueueOrder::in_order : QueueOrder::out_of_order;
     Controller c(o);
     for (int r = 0; r < runs_each; ++r) {
       CAPTURE(n);
@@ -59,7 +59,6 @@ void in_this_process(const Config& cfg, int controllers, int runs_each) {
       REQUIRE(hetflow::workloads::banded_heat(c, shape) == expected);
     }
   }
-  unsetenv("HETFLOW_QUEUE_ORDER");
 }
 
 const Config kConfigs[] = {{Policy::async, "out-of-order", 1},

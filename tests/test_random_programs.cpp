@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -640,12 +641,12 @@ std::string compare(const Tile<float>& t, const Image& ref, int index) {
 struct Config {
   Policy policy;
   unsigned queues;
-  bool failures = false;      // host tasks throw now and then
-  const char* order = nullptr;  // HETFLOW_QUEUE_ORDER for the controller, or the default
+  bool failures = false;                       // host tasks throw now and then
+  std::optional<hetflow::QueueOrder> order{};   // unset: the device's default
   std::string name() const {
     std::string s = hetflow::to_string(policy);
     if (policy == Policy::async) s += ", " + std::to_string(queues) + " kernel queue(s)";
-    if (order) s += std::string(", ") + order;
+    if (order) s += *order == hetflow::QueueOrder::in_order ? ", in order" : ", out of order";
     if (failures) s += ", failing host tasks";
     return s;
   }
@@ -854,16 +855,8 @@ void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) 
     c.reset();
     auto opts = test::options(cfg.policy, cfg.queues);
     opts.record = false;
-    const char* outer = std::getenv("HETFLOW_QUEUE_ORDER");
-    const std::string saved = outer ? outer : "";
-    if (cfg.order) ::setenv("HETFLOW_QUEUE_ORDER", cfg.order, 1);
+    opts.queue_order = cfg.order;
     c = std::make_unique<Controller>(opts);
-    if (cfg.order) {
-      if (outer)
-        ::setenv("HETFLOW_QUEUE_ORDER", saved.c_str(), 1);
-      else
-        ::unsetenv("HETFLOW_QUEUE_ORDER");
-    }
     k = std::make_unique<Kernels>(*c);
   };
   for (std::size_t i = 0; i < count; ++i) {
@@ -934,13 +927,13 @@ TEST_CASE("random programs: sync") { run_config({Policy::sync, 1}, 3'000'000, 15
 // succeed with the reference's data; every one that does is reported (failed or cancelled, with its
 // cause) by the first wait that concerns it — in every queue order, on every device.
 TEST_CASE("random programs with failing host tasks: async, 1 kernel queue, out of order") {
-  run_config({Policy::async, 1, true, "out-of-order"}, 7'000'000, 1000);
+  run_config({Policy::async, 1, true, hetflow::QueueOrder::out_of_order}, 7'000'000, 1000);
 }
 TEST_CASE("random programs with failing host tasks: async, 3 kernel queues, in order") {
-  run_config({Policy::async, 3, true, "in-order"}, 8'000'000, 1000);
+  run_config({Policy::async, 3, true, hetflow::QueueOrder::in_order}, 8'000'000, 1000);
 }
 TEST_CASE("random programs with failing host tasks: async, 2 kernel queues, out of order") {
-  run_config({Policy::async, 2, true, "out-of-order"}, 9'000'000, 500);
+  run_config({Policy::async, 2, true, hetflow::QueueOrder::out_of_order}, 9'000'000, 500);
 }
 TEST_CASE("random programs with failing host tasks: sync") { run_config({Policy::sync, 1, true}, 10'000'000, 500); }
 
@@ -1066,26 +1059,22 @@ TEST_CASE("regression: a wait does not block on a command queued behind a host-g
 TEST_CASE("regression: a command gated on a host task that failed before its enqueue does not stall its queue") {
   struct Run {
     Policy policy;
-    const char* order;
+    hetflow::QueueOrder order;
+    const char* order_name;
   };
-  const std::vector<Run> runs = {Run{Policy::async, "out-of-order"}, Run{Policy::async, "in-order"},
-                                 Run{Policy::sync, "in-order"}};
-  const char* env = std::getenv("HETFLOW_QUEUE_ORDER");
-  const std::string outer = env ? env : "";
+  const std::vector<Run> runs = {Run{Policy::async, hetflow::QueueOrder::out_of_order, "out-of-order"},
+                                 Run{Policy::async, hetflow::QueueOrder::in_order, "in-order"},
+                                 Run{Policy::sync, hetflow::QueueOrder::in_order, "in-order"}};
   for (const Run& run : runs) {
     CAPTURE(test::policy_name(run.policy));
-    CAPTURE(run.order);
-    ::setenv("HETFLOW_QUEUE_ORDER", run.order, 1);
+    CAPTURE(run.order_name);
     auto opts = test::options(run.policy, 1);
     opts.record = false;
+    opts.queue_order = run.order;
     Controller c(opts);
-    if (outer.empty())
-      ::unsetenv("HETFLOW_QUEUE_ORDER");
-    else
-      ::setenv("HETFLOW_QUEUE_ORDER", outer.c_str(), 1);
     auto y = c.tile<float>(64, "y"), z = c.tile<float>(64, "z");
     Watchdog dog(std::chrono::seconds(60));
-    dog.begin(std::string("regression: failed gate before enqueue, ") + test::policy_name(run.policy) + ", " + run.order);
+    dog.begin(std::string("regression: failed gate before enqueue, ") + test::policy_name(run.policy) + ", " + run.order_name);
     const int rounds = run.policy == Policy::async ? 300 : 50;
     int spurious = 0;
     for (int i = 0; i < rounds; ++i) {
@@ -1110,7 +1099,7 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
       CHECK(test::all_equal(z, float(i)));
     }
     CHECK(spurious == 0);
-    MESSAGE(test::policy_name(run.policy) << ", " << std::string(run.order) << ": move_to(z) failed with move_to(y) in " << spurious
+    MESSAGE(test::policy_name(run.policy) << ", " << run.order_name << ": move_to(z) failed with move_to(y) in " << spurious
                                           << " of " << rounds << " rounds");
   }
 }

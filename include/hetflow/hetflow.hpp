@@ -10,5 +10,6 @@
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>
+#include <hetflow/settings.hpp>
 #include <hetflow/tile.hpp>
 #include <hetflow/trace.hpp>

@@ -1,6 +1,7 @@
 // The `hetflow` command-line program: one subcommand per file in this directory.
 #include <CLI/CLI.hpp>
 #include <hetflow/errors.hpp>
+#include <hetflow/settings.hpp>
 
 #include <iostream>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   hetflow::cli::add_dump_command(app);
   hetflow::cli::add_report_command(app);
   try {
+    hetflow::check_environment();  // every HETFLOW_* variable, before any command reads one
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

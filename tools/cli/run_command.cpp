@@ -3,6 +3,7 @@
 #include <hetflow/hetflow.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -19,9 +20,9 @@ struct RunOptions {
   std::string workload = "sobel";
   std::string size;
   int frames = 0;  // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
-  std::string policy = "both";
+  std::string policy;          // empty: HETFLOW_POLICY's, else both
   std::string device;
-  unsigned kernel_queues = 1;
+  unsigned kernel_queues = 0;  // 0: HETFLOW_KERNEL_QUEUES's, else 1
   std::string dump, trace, input, output;
   bool verify = false;
 };
@@ -85,10 +86,12 @@ void verify(const RunOptions& o, int width, int height, int steps, const workloa
 
 void run(const RunOptions& o) {
   std::vector<Policy> policies;
-  if (o.policy == "both")
+  std::string policy = o.policy;
+  if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
+  if (policy.empty() || policy == "both")
     policies = {Policy::sync, Policy::async};
   else
-    policies = {parse_policy(o.policy)};
+    policies = {parse_policy(policy)};
 
   const bool is_sobel = o.workload == "sobel";
   auto [width, height] = parse_size(o.size, is_sobel ? std::pair{1280, 720}
@@ -102,7 +105,7 @@ void run(const RunOptions& o) {
     ControllerOptions copts;
     copts.device = o.device;
     copts.policy = p;
-    copts.kernel_queues = o.kernel_queues;
+    if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
     const bool last = p == policies.back();
     if (last && (!o.dump.empty() || !o.trace.empty())) copts.record = true;
     Controller c(copts);
@@ -172,10 +175,13 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"sobel", "jacobi", "matpow"}))
       ->capture_default_str();
   cmd->add_option("--size", o->size, "sobel: 720p|1080p|4k|8k|16k|WxH (default 720p); jacobi, matpow: N (default 1024, 256)");
-  cmd->add_option("--frames,--iters,--products", o->frames, "frames (sobel, default 20), iterations (jacobi, 100), products (matpow, 10)");
-  cmd->add_option("--policy", o->policy, "sync | async | both")->check(CLI::IsMember({"sync", "async", "both"}))->capture_default_str();
+  cmd->add_option("--frames,--iters,--products", o->frames, "frames (sobel, default 20), iterations (jacobi, 100), products (matpow, 10)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--policy", o->policy, "sync | async | both (default: HETFLOW_POLICY, else both)")
+      ->check(CLI::IsMember({"sync", "async", "both"}));
   cmd->add_option("--device", o->device, "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
-  cmd->add_option("--kernel-queues", o->kernel_queues, "kernel queues under async")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--kernel-queues", o->kernel_queues, "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--dump", o->dump, "write the task graph of the last run as JSON (and .dot beside it)");
   cmd->add_option("--trace", o->trace, "write the timeline of the last run as Chrome trace-event JSON");
   cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")->check(CLI::ExistingFile);

@@ -1,0 +1,126 @@
+#include "settings.hpp"
+
+#include <hetflow/errors.hpp>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace hetflow {
+
+const std::vector<Setting>& environment_settings() {
+  static const std::vector<Setting> list = {
+      {"HETFLOW_DEVICE", "gpu | cpu | accelerator | P:D | a case-insensitive part of a device or platform name",
+       "the first GPU of any platform, else the first device", "which OpenCL device a controller uses"},
+      {"HETFLOW_POLICY", "async | sync", "async",
+       "async overlaps whatever the hazards allow; sync runs one queue and blocks every request but a launch"},
+      {"HETFLOW_KERNEL_QUEUES", "1 to 64", "1", "kernel queues under async"},
+      {"HETFLOW_QUEUE_ORDER", "in-order | out-of-order", "out-of-order on CPU devices, in-order on GPUs",
+       "how the async queues are created"},
+      {"HETFLOW_KERNEL_PATH", "directories separated by ':'", "none",
+       "searched first for .cl files, before the source tree's and the installed kernels_cl/"},
+      {"HETFLOW_LOG", "trace | debug | info | warn | error | critical | off", "warn", "what the library logs to stderr"},
+      {"HETFLOW_DUMP", "a file path", "none",
+       "when a controller ends, its task graph as JSON there, with .dot and .topology.dot beside it"},
+      {"HETFLOW_TRACE", "a file path", "none", "when a controller ends, its timeline there as Chrome trace-event JSON"},
+      {"HETFLOW_DEBUG_DROP_CALLBACKS", "0 | 1", "0",
+       "fault injection for tests: ignore every OpenCL completion callback (progress from polling alone)"},
+      {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "0 | 1", "0",
+       "fault injection for tests: drop the guard against PoCL < 7.0's kernel-cache bug (docs/drivers.md)"},
+  };
+  return list;
+}
+
+namespace detail {
+namespace {
+
+const char* raw(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+[[noreturn]] void malformed(const char* name, const std::string& value) {
+  std::string accepts = "?";
+  for (const auto& s : environment_settings())
+    if (std::string(s.name) == name) accepts = s.accepts;
+  throw UsageError(std::string(name) + "='" + value + "' is not valid; it accepts " + accepts);
+}
+
+}  // namespace
+
+unsigned checked_kernel_queues(long n, const std::string& source) {
+  if (n < 1 || n > 64) throw UsageError(source + " must be between 1 and 64, not " + std::to_string(n));
+  return unsigned(n);
+}
+
+std::optional<Policy> env_policy() {
+  const char* v = raw("HETFLOW_POLICY");
+  if (!v) return std::nullopt;
+  const std::string s = v;
+  if (s == "async") return Policy::async;
+  if (s == "sync") return Policy::sync;
+  malformed("HETFLOW_POLICY", s);
+}
+
+std::optional<unsigned> env_kernel_queues() {
+  const char* v = raw("HETFLOW_KERNEL_QUEUES");
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > 64) malformed("HETFLOW_KERNEL_QUEUES", v);
+  return unsigned(n);
+}
+
+std::optional<QueueOrder> env_queue_order() {
+  const char* v = raw("HETFLOW_QUEUE_ORDER");
+  if (!v) return std::nullopt;
+  const std::string s = v;
+  if (s == "in-order") return QueueOrder::in_order;
+  if (s == "out-of-order") return QueueOrder::out_of_order;
+  malformed("HETFLOW_QUEUE_ORDER", s);
+}
+
+std::optional<std::string> env_text(const char* name) {
+  const char* v = raw(name);
+  return v ? std::optional<std::string>(v) : std::nullopt;
+}
+
+std::vector<std::string> env_kernel_path() {
+  std::vector<std::string> dirs;
+  if (const char* v = raw("HETFLOW_KERNEL_PATH")) {
+    std::stringstream ss(v);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+std::optional<int> env_log_level() {
+  const char* v = raw("HETFLOW_LOG");
+  if (!v) return std::nullopt;
+  static const char* const names[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  for (int i = 0; i < 7; ++i)
+    if (std::string(v) == names[i]) return i;
+  malformed("HETFLOW_LOG", v);
+}
+
+bool env_switch(const char* name) {
+  const char* v = raw(name);
+  if (!v) return false;
+  const std::string s = v;
+  if (s == "1") return true;
+  if (s == "0") return false;
+  malformed(name, s);
+}
+
+}  // namespace detail
+
+void check_environment() {
+  detail::env_policy();
+  detail::env_kernel_queues();
+  detail::env_queue_order();
+  detail::env_log_level();
+  detail::env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
+  detail::env_switch("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE");
+}
+
+}  // namespace hetflow

@@ -1,0 +1,110 @@
+// Every environment variable is parsed in one place (src/settings.cpp) and a malformed one is a
+// UsageError naming it and what it accepts — from the library and from the CLI alike.
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "process.hpp"
+#include "support.hpp"
+
+using namespace hetflow;
+
+namespace {
+struct Env {
+  Env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~Env() { ::unsetenv(name_); }
+  const char* name_;
+};
+}  // namespace
+
+TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"HETFLOW_POLICY", "fast"},          {"HETFLOW_KERNEL_QUEUES", "0"},
+      {"HETFLOW_KERNEL_QUEUES", "65"},     {"HETFLOW_KERNEL_QUEUES", "3x"},
+      {"HETFLOW_QUEUE_ORDER", "sideways"}, {"HETFLOW_LOG", "verbose"},
+      {"HETFLOW_DEBUG_DROP_CALLBACKS", "yes"}, {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "on"}};
+  for (auto [name, value] : cases) {
+    CAPTURE(name);
+    CAPTURE(value);
+    Env env(name, value);
+    std::string accepts;
+    for (const auto& s : environment_settings())
+      if (std::string(s.name) == name) accepts = s.accepts;
+    REQUIRE(!accepts.empty());
+    const std::string expected = std::string(name) + "='" + value + "' is not valid; it accepts " + accepts;
+    CHECK_THROWS_WITH_AS(check_environment(), expected.c_str(), UsageError);
+    CHECK_THROWS_WITH_AS(Controller(test::options(Policy::async)), expected.c_str(), UsageError);
+  }
+}
+
+TEST_CASE("well-formed values are accepted, and options win over the environment") {
+  Env policy("HETFLOW_POLICY", "sync"), queues("HETFLOW_KERNEL_QUEUES", "3"), log("HETFLOW_LOG", "off");
+  CHECK_NOTHROW(check_environment());
+  ControllerOptions o;
+  Controller from_env(o);
+  CHECK(from_env.policy() == Policy::sync);
+  o.policy = Policy::async;
+  o.kernel_queues = 2;
+  Controller from_options(o);
+  CHECK(from_options.policy() == Policy::async);
+  CHECK(from_options.kernel_queues() == 2);
+  o.kernel_queues = 0;
+  CHECK_THROWS_WITH_AS(Controller{o}, "kernel_queues must be between 1 and 64, not 0", UsageError);
+}
+
+TEST_CASE("ControllerOptions::queue_order needs no environment variable") {
+  for (QueueOrder order : {QueueOrder::in_order, QueueOrder::out_of_order}) {
+    auto o = test::options(Policy::async, 2);
+    o.queue_order = order;
+    Controller c(o);
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto x = c.tile<float>(64, "x");
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.launch(k, Range(64), io(x), 64, 2.0f);
+    c.move_from(x);
+    c.wait(x);
+    CHECK(test::all_equal(x, 3.0f));
+  }
+}
+
+TEST_CASE("the README's configuration table lists exactly these variables, in this order") {
+  std::ifstream in(std::string(HETFLOW_TEST_SOURCE_DIR) + "/README.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const auto start = readme.find("## Configuration");
+  REQUIRE(start != std::string::npos);
+  const auto end = readme.find("\n## ", start + 1);
+  const std::string section = readme.substr(start, end - start);
+  std::vector<std::string> listed;
+  const std::regex row(R"(\n\| `(HETFLOW_[A-Z_]+)` \|)");
+  for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it) listed.push_back((*it)[1]);
+  std::vector<std::string> known;
+  for (const auto& s : environment_settings()) known.push_back(s.name);
+  CHECK(listed == known);
+}
+
+TEST_CASE("the CLI rejects malformed variables and flags, naming them") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  auto r = test::run_command("HETFLOW_LOG=verbose " + cli + " devices");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("HETFLOW_LOG='verbose' is not valid") != std::string::npos);
+  r = test::run_command("HETFLOW_POLICY=fast " + cli + " run sobel --frames 1 --size 64x64");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("HETFLOW_POLICY='fast' is not valid; it accepts async | sync") != std::string::npos);
+  r = test::run_command("HETFLOW_KERNEL_QUEUES=many " + cli + " run sobel --frames 1 --size 64x64");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("HETFLOW_KERNEL_QUEUES='many'") != std::string::npos);
+  r = test::run_command(cli + " run sobel --frames -1");
+  CHECK(r.status != 0);
+  CHECK(r.output.find("--frames") != std::string::npos);
+  // A well-formed HETFLOW_POLICY is what `hetflow run` runs when --policy is not given.
+  r = test::run_command("HETFLOW_POLICY=async " + cli + " run sobel --frames 2 --size 64x64");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("\nasync ") != std::string::npos);
+  CHECK(r.output.find("\nsync ") == std::string::npos);
+}
