@@ -31,3 +31,26 @@ TEST_CASE("an outside project builds and runs against the installed package") {
   CHECK(run.status == 0);
   CHECK(run.output.find("consumer ok") != std::string::npos);
 }
+
+TEST_CASE("the installed hetflow program runs from its prefix alone") {
+  namespace fs = std::filesystem;
+  const fs::path work = fs::path(HETFLOW_TEST_BINARY_DIR) / "install-cli-test";
+  fs::remove_all(work);
+  const std::string prefix = (work / "prefix").string();
+  auto install = test::run_command("cmake --install " + std::string(HETFLOW_TEST_BINARY_DIR) + " --prefix " + prefix);
+  INFO(install.output);
+  REQUIRE(install.status == 0);
+  // No LD_LIBRARY_PATH and away from the build tree: the library must come from the prefix.
+  const std::string env = "cd / && env -u LD_LIBRARY_PATH HETFLOW_KERNEL_PATH= ";
+  auto devices = test::run_command(env + prefix + "/bin/hetflow devices");
+  INFO(devices.output);
+  CHECK(devices.status == 0);
+  CHECK(devices.output.find("error while loading shared libraries") == std::string::npos);
+  auto run = test::run_command(env + prefix + "/bin/hetflow run sobel --frames 2 --size 128x72");
+  INFO(run.output);
+  CHECK(run.status == 0);
+  CHECK(run.output.find("bit-identical: yes") != std::string::npos);
+  auto ldd = test::run_command("ldd " + prefix + "/bin/hetflow");
+  INFO(ldd.output);
+  CHECK(ldd.output.find(prefix) != std::string::npos);  // libhetflow resolved inside the prefix
+}
