@@ -5,6 +5,14 @@
 #include "engine.hpp"
 
 namespace hetflow::detail {
+namespace {
+// The host task this thread is running, and whose engine: a blocking call from inside it on the
+// same controller would wait for the graph that runs it.
+thread_local const Request* running_task = nullptr;
+thread_local const Engine* running_engine = nullptr;
+}  // namespace
+
+const Request* Engine::host_task_on_this_thread() const { return running_engine == this ? running_task : nullptr; }
 
 void Engine::run_host(const RequestPtr& r) {
   if (recording) {
@@ -12,6 +20,10 @@ void Engine::run_host(const RequestPtr& r) {
     r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());
   }
   std::string error;
+  const Request* outer_task = running_task;
+  const Engine* outer_engine = running_engine;
+  running_task = r.get();
+  running_engine = this;
   try {
     r->fn();
   } catch (const std::exception& e) {
@@ -19,6 +31,8 @@ void Engine::run_host(const RequestPtr& r) {
   } catch (...) {
     error = "threw an exception that is not a std::exception";
   }
+  running_task = outer_task;
+  running_engine = outer_engine;
   r->fn = nullptr;  // drop captured state now, not when the last reference goes
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;

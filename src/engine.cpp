@@ -197,7 +197,18 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   return s;
 }
 
+void Engine::refuse_blocking_inside_host_task(const std::string& what) const {
+  const Request* task = host_task_on_this_thread();
+  if (!task) return;
+  throw UsageError(what + " inside host task '" + task->name +
+                   "' of the same controller would wait for the graph that runs the task itself. Submit "
+                   "the follow-up as requests (non-blocking under the async policy: they are ordered after "
+                   "this task wherever they share its tiles), or wait from outside the task.");
+}
+
 void Engine::submit(RequestPtr r) {
+  if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait)
+    refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   {
     std::lock_guard lock(submit_mutex_);
     r->id = next_id_++;
@@ -272,6 +283,7 @@ std::string describe_failures(const std::vector<Engine::Failure>& fs) {
 }  // namespace
 
 void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
+  refuse_blocking_inside_host_task("wait(" + tile->name + ")");
   auto w = std::make_shared<Request>();
   w->kind = Kind::wait;
   w->name = "wait(" + tile->name + ")";
@@ -281,6 +293,7 @@ void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
 }
 
 void Engine::wait_all() {
+  refuse_blocking_inside_host_task("wait_all()");
   auto w = std::make_shared<Request>();
   w->kind = Kind::wait;
   w->name = "wait_all";

@@ -62,6 +62,8 @@ class Engine {
   void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
+  // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
+  const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
@@ -87,6 +89,9 @@ class Engine {
 
  private:
   void wait_request(RequestPtr w);
+  // Blocking on this controller from inside one of its host tasks would wait for the graph that
+  // runs the task: a UsageError saying so instead of a hang.
+  void refuse_blocking_inside_host_task(const std::string& what) const;
   RequestPtr blocking_candidate(Request& wait);  // a pending device command safe to block on
   // The streaming node's steps (opencl_streaming.cpp): count what r waits for, enqueue it once
   // nothing is left, and hand on the requests held back behind it.

@@ -188,3 +188,33 @@ TEST_CASE("HETFLOW_QUEUE_ORDER: a value other than in-order or out-of-order is a
     check_still_works(c);
   }
 }
+
+TEST_CASE("a host task that blocks on its own controller gets a UsageError, not a hang; submitting from it works") {
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto a = c.tile<float>(16, "a"), u = c.tile<float>(16, "u");
+    test::fill(u, 1.0f);
+    c.move_to(u);
+    c.host_task("waits", [&] { c.wait(u); }, hetflow::out(a));
+    c.host_task("waits for all", [&] { c.wait_all(); });
+    CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("wait(u) inside host task 'waits' of the same controller"),
+                         RequestFailed);
+    if (p == Policy::async) {
+      // Non-blocking submissions from inside a task run, in order after what came before them.
+      c.host_task("submits", [&] {
+        c.launch(k, Range(16), io(u), 16, 2.0f);  // u = 1 * 2 + 1
+        c.move_from(u);
+      });
+      c.wait_all();
+      c.wait(u);
+      CHECK(test::all_equal(u, 3.0f));
+    } else {
+      c.host_task("moves", [&] { c.move_from(u); });
+      CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("'move_from(u)' under the sync policy (it blocks until done) inside host task 'moves'"),
+                           RequestFailed);
+    }
+    check_still_works(c);
+  }
+}

@@ -93,7 +93,11 @@ class Controller {
   }
 
   // Runs fn() on a TBB worker once the host images it declares are ready; fn may read the in()
-  // tiles' and write the out()/io() tiles' host images.
+  // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
+  // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
+  // async policy (they are ordered after everything submitted before them); a call that would block
+  // on this controller — wait(), wait_all(), or under sync any request but a launch — throws
+  // UsageError instead, since it would wait for the graph that runs fn.
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
