@@ -2,11 +2,13 @@
 #include <hetflow/errors.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
 
+#include "oclgrind.hpp"
 #include "settings.hpp"
 
 namespace hetflow {
@@ -50,12 +52,17 @@ std::string DeviceInfo::type_name() const {
 
 std::string DeviceInfo::id() const { return std::to_string(platform_index) + ":" + std::to_string(device_index); }
 
+namespace {
+std::atomic<bool> loader_started{false};  // list_devices has called OpenCL (src/oclgrind.hpp says why it matters)
+}  // namespace
+
 std::vector<DeviceInfo> list_devices() {
   // PoCL 3.1 initialises its devices on the first clGetDeviceIDs; a second thread asking meanwhile
   // is told there are none (two controllers made at once in two threads: "platforms exist but
   // report no device"). Asking one thread at a time costs nothing after the first.
   static std::mutex first_use;
   std::lock_guard lock(first_use);
+  loader_started = true;
   std::vector<cl::Platform> platforms;
   cl_uint count = 0;
   cl_int err = clGetPlatformIDs(0, nullptr, &count);
@@ -139,7 +146,12 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
 }
 
 DeviceChoice select_device(std::string_view spec) {
+  const std::string selection = !spec.empty() ? std::string(spec) : detail::env_text("HETFLOW_DEVICE").value_or("");
+  std::string oclgrind_problem = detail::register_oclgrind_if_named(selection, loader_started.load());
   auto devices = list_devices();
+  if (!oclgrind_problem.empty() &&
+      std::none_of(devices.begin(), devices.end(), [](const DeviceInfo& d) { return d.platform_name == "Oclgrind"; }))
+    throw DeviceError("device selection '" + selection + "' asks for Oclgrind, but " + oclgrind_problem);
   if (!spec.empty()) return select_device_from(devices, spec, "the program");
   if (const auto env = detail::env_text("HETFLOW_DEVICE")) return select_device_from(devices, *env, "HETFLOW_DEVICE");
   return select_device_from(devices, {}, "default");
