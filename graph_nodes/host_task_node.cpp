@@ -14,6 +14,8 @@ thread_local const Engine* running_engine = nullptr;
 
 const Request* Engine::host_task_on_this_thread() const { return running_engine == this ? running_task : nullptr; }
 
+bool running_host_task() { return running_task != nullptr; }
+
 void Engine::run_host(const RequestPtr& r) {
   if (recording) {
     r->start_ns = now_ns();

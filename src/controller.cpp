@@ -153,8 +153,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
   r->kernel = kernel;
   r->range = range;
   r->args = std::move(args);
-  r->lane = engine_->next_kernel_lane();
-  engine_->submit(std::move(r));
+  engine_->submit(std::move(r));  // which picks its kernel queue
 }
 
 void Controller::submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses) {

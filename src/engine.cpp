@@ -212,6 +212,7 @@ void Engine::submit(RequestPtr r) {
   {
     std::lock_guard lock(submit_mutex_);
     r->id = next_id_++;
+    if (r->kind == Kind::kernel) r->lane = next_kernel_lane();  // round robin, in program order
     if (recording) {
       r->submit_ns = now_ns();
       std::lock_guard h(history_mutex_);
@@ -246,7 +247,9 @@ void Engine::wait_request(RequestPtr w) {
   auto interval = std::chrono::microseconds(50);
   while (!raw->released) {
     lock.unlock();
-    graph_.wait_for_all();
+    // One helper at a time: graph::wait_for_all() writes the graph's own flags on return, so two
+    // threads in it at once race (ThreadSanitizer); the others sleep below while one helps.
+    if (std::unique_lock helping(helper_mutex_, std::try_to_lock); helping) graph_.wait_for_all();
     poll_watched();
     lock.lock();
     if (raw->released) break;

@@ -41,7 +41,7 @@ class Engine {
   // Lanes (queue indices).
   unsigned h2d_lane() const { return 0; }
   unsigned d2h_lane() const { return policy == Policy::sync ? 0 : 1; }
-  unsigned next_kernel_lane();
+  unsigned next_kernel_lane();  // under submit_mutex_
   std::string lane_name(const Request& r) const;
 
   std::shared_ptr<TileState> make_tile(const Extent&, std::size_t elem_size, const char* elem_type, std::string name,
@@ -113,6 +113,7 @@ class Engine {
   cl::CommandQueue service_queue_;  // maps and unmaps host images, so they never queue behind transfers
 
   std::mutex submit_mutex_;
+  std::mutex helper_mutex_;  // held by the one waiting thread that runs graph tasks (wait_request)
   std::uint64_t next_id_ = 1;
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;

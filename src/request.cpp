@@ -3,6 +3,7 @@
 namespace hetflow::detail {
 
 Request::~Request() {
+  live.fetch_sub(1, std::memory_order_relaxed);
   if (cl_event e = event.load()) clReleaseEvent(e);
 }
 

@@ -108,7 +108,11 @@ struct Request : std::enable_shared_from_this<Request> {
   std::string worker;                  // host tasks: which worker ran it
   std::vector<EdgeRecord> edges;
 
+  Request() { live.fetch_add(1, std::memory_order_relaxed); }
   ~Request();
+  // Requests alive in the process: what the leak tests watch (a request kept alive keeps its
+  // tiles' buffers and its OpenCL event too).
+  static inline std::atomic<long> live{0};
 };
 
 }  // namespace hetflow::detail

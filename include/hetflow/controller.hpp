@@ -120,8 +120,9 @@ class Controller {
   // that failed or was cancelled since the last wait.
   void wait_all();
 
-  // Releases the tile once the requests already submitted on it are done; any later use of any
-  // handle to it is a UsageError.
+  // Releases the tile once the requests already submitted on it are done; those requests (host
+  // tasks included) still use it. From the call on, any other use of any handle to it — a new
+  // request, reading its host image — is a UsageError.
   template <class T>
   void free(Tile<T>& t) {
     (void)t.extent();

@@ -33,6 +33,10 @@ constexpr const char* cl_type_name() {
   else return nullptr;
 }
 
+// Whether the calling thread is running a host task (of any controller): requests submitted before
+// free(t) may still use t's handle (graph_nodes/host_task_node.cpp).
+bool running_host_task();
+
 // What a Tile handle points to. Owned jointly by the user's handles and the requests in flight,
 // so buffers outlive every command that uses them.
 struct TileState {
@@ -47,7 +51,7 @@ struct TileState {
   cl::Buffer host_buffer;           // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
   cl::Buffer device_buffer;
   cl::CommandQueue unmap_queue;
-  std::atomic<bool> freed{false};
+  std::atomic<bool> freed{false};   // free() was called: no new request may use it
 
   std::size_t bytes() const { return extent.count() * elem_size; }
   ~TileState();
@@ -77,6 +81,7 @@ class Tile {
   T* data() const {
     const auto& s = state();
     if (s.device_only) throw UsageError("tile '" + s.name + "' is device-only: it has no host image");
+    if (!s.host) throw UsageError("tile '" + s.name + "' used after free");  // released already
     return static_cast<T*>(s.host);
   }
   std::span<T> host() const { return {data(), size()}; }
@@ -97,7 +102,9 @@ class Tile {
   explicit Tile(std::shared_ptr<detail::TileState> s) : state_(std::move(s)) {}
   const detail::TileState& state() const {
     if (!state_) throw UsageError("use of an empty Tile handle (made by Tile<T>() and never assigned)");
-    if (state_->freed.load(std::memory_order_relaxed)) throw UsageError("tile '" + state_->name + "' used after free");
+    // Host tasks submitted before free() run before the tile is released and may still use it.
+    if (state_->freed.load(std::memory_order_relaxed) && !detail::running_host_task())
+      throw UsageError("tile '" + state_->name + "' used after free");
     return *state_;
   }
   std::shared_ptr<detail::TileState> state_;
