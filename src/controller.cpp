@@ -81,6 +81,32 @@ std::shared_ptr<detail::TileState> Controller::make_tile(const Extent& extent, s
 }
 
 namespace {
+// What the device cannot do is refused here, before the driver: PoCL aborts the process on a
+// __local argument larger than its local memory (setup_kernel_arg_array_with_locals).
+void check_against_device(const DeviceInfo& dev, const Range& range, const std::vector<detail::KernelArg>& args,
+                          const std::string& what) {
+  std::size_t local_bytes = 0;
+  for (const auto& a : args)
+    if (const auto* l = std::get_if<LocalMemory>(&a))
+      if (__builtin_add_overflow(local_bytes, l->bytes, &local_bytes) || local_bytes > dev.local_mem_bytes)
+        throw UsageError(what + ": its __local arguments ask for more than the " + std::to_string(dev.local_mem_bytes) +
+                         " bytes of local memory device '" + dev.name + "' has (CL_DEVICE_LOCAL_MEM_SIZE)");
+  if (!range.has_local()) return;
+  std::size_t items = 1;
+  for (unsigned d = 0; d < range.dims(); ++d) {
+    const std::size_t n = range.local()[d];
+    if (n == 0) throw UsageError(what + ": the work-group size is 0 in dimension " + std::to_string(d));
+    if (dev.max_work_item_sizes[d] && n > dev.max_work_item_sizes[d])
+      throw UsageError(what + ": a work-group of " + std::to_string(n) + " in dimension " + std::to_string(d) +
+                       " exceeds device '" + dev.name + "''s " + std::to_string(dev.max_work_item_sizes[d]) +
+                       " (CL_DEVICE_MAX_WORK_ITEM_SIZES)");
+    items *= n;
+  }
+  if (items > dev.max_work_group_size)
+    throw UsageError(what + ": a work-group of " + std::to_string(items) + " work-items exceeds device '" + dev.name +
+                     "''s " + std::to_string(dev.max_work_group_size) + " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+}
+
 void check_tile(const detail::Engine& engine, const Access& a, const std::string& request) {
   const auto& t = *a.tile;
   if (t.freed.load()) throw UsageError(request + ": tile '" + t.name + "' used after free");
@@ -120,6 +146,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
   }
   for (unsigned d = 0; d < range.dims(); ++d)
     if (range.global()[d] == 0) throw UsageError(what + ": the global range is 0 in dimension " + std::to_string(d));
+  check_against_device(engine_->choice.device, range, args, what);
   auto r = std::make_shared<Request>();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const KernelArgInfo& info = kernel.arg(i);

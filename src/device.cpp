@@ -97,6 +97,9 @@ std::vector<DeviceInfo> list_devices() {
       info.global_mem_bytes = dev.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
       info.local_mem_bytes = dev.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
       info.max_work_group_size = dev.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+      info.max_alloc_bytes = dev.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+      const auto items = dev.getInfo<CL_DEVICE_MAX_WORK_ITEM_SIZES>();
+      for (std::size_t i = 0; i < 3 && i < items.size(); ++i) info.max_work_item_sizes[i] = items[i];
       // Deprecated in 2.0 but still answered by NVIDIA and PoCL; CPU devices share host memory.
       cl_bool unified = CL_FALSE;
       if (clGetDeviceInfo(dev(), CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr) != CL_SUCCESS)

@@ -40,6 +40,19 @@ bool record_from(const ControllerOptions& o) {
   return env_text("HETFLOW_DUMP") || env_text("HETFLOW_TRACE");
 }
 
+// The tile's byte size, without overflow, and within what the device can allocate at once.
+void check_tile_size(const Extent& e, std::size_t elem_size, const std::string& name, const DeviceInfo& dev) {
+  const std::string what = "tile '" + name + "' of " + std::to_string(e.x) + " x " + std::to_string(e.y) + " x " +
+                           std::to_string(e.z) + " elements of " + std::to_string(elem_size) + " bytes";
+  if (e.x == 0 || e.y == 0 || e.z == 0) throw UsageError(what + ": a zero extent");
+  std::size_t bytes = elem_size;
+  for (std::size_t n : {e.x, e.y, e.z})
+    if (__builtin_mul_overflow(bytes, n, &bytes)) throw UsageError(what + ": its size in bytes overflows a size_t");
+  if (dev.max_alloc_bytes && bytes > dev.max_alloc_bytes)
+    throw UsageError(what + " (" + std::to_string(bytes) + " bytes) exceeds the largest buffer device '" + dev.name +
+                     "' allocates, " + std::to_string(dev.max_alloc_bytes) + " bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+}
+
 // Checked first, so a malformed variable is reported before anything is built.
 const ControllerOptions& checked(const ControllerOptions& o) {
   check_environment();
@@ -164,7 +177,7 @@ std::string Engine::lane_name(const Request& r) const {
 
 std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t elem_size, const char* elem_type,
                                              std::string name, bool device_only) {
-  if (extent.count() == 0) throw UsageError("tile '" + name + "' has a zero extent");
+  check_tile_size(extent, elem_size, name.empty() ? std::string("(unnamed)") : name, choice.device);
   auto s = std::make_shared<TileState>();
   {
     std::lock_guard lock(submit_mutex_);

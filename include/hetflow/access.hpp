@@ -3,8 +3,10 @@
 // Dependencies are inferred from these declarations, never written by hand.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <variant>
 
@@ -49,12 +51,17 @@ Access io(const X& t) {
   return detail::make_access(t, Role::io);
 }
 
-// A __local kernel argument of `count` elements of T.
+// A __local kernel argument of `count` elements of T (checked against the device's local memory
+// at launch).
 struct LocalMemory {
   std::size_t bytes;
 };
 template <class T>
 LocalMemory local_mem(std::size_t count) {
+  if (count == 0) throw UsageError("local_mem of 0 elements: OpenCL has no empty __local argument");
+  if (count > SIZE_MAX / sizeof(T))
+    throw UsageError("local_mem of " + std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
+                     " bytes overflows a size_t");
   return LocalMemory{count * sizeof(T)};
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ struct DeviceInfo {
   std::uint64_t global_mem_bytes = 0;
   std::uint64_t local_mem_bytes = 0;
   std::size_t max_work_group_size = 0;
+  std::array<std::size_t, 3> max_work_item_sizes{0, 0, 0};
+  std::uint64_t max_alloc_bytes = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest tile
   bool host_unified_memory = false;
   cl::Platform platform;
   cl::Device device;
