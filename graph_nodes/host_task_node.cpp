@@ -30,8 +30,10 @@ void Engine::run_host(const RequestPtr& r) {
     r->fn();
   } catch (const std::exception& e) {
     error = std::string("threw: ") + e.what();
+    r->exception = std::current_exception();
   } catch (...) {
     error = "threw an exception that is not a std::exception";
+    r->exception = std::current_exception();
   }
   running_task = outer_task;
   running_engine = outer_engine;

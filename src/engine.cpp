@@ -291,10 +291,10 @@ RequestPtr Engine::blocking_candidate(Request& w) {
 }
 
 namespace {
-std::string describe_failures(const std::vector<Engine::Failure>& fs) {
-  std::string msg = std::to_string(fs.size()) + " request(s) failed or were cancelled:";
-  for (const auto& f : fs) msg += "\n  " + f.text;
-  return msg;
+RequestFailed reported(std::vector<Engine::Failure> fs) {
+  std::vector<FailedRequest> reports;
+  for (auto& f : fs) reports.push_back(std::move(f.report));
+  return RequestFailed(std::move(reports));
 }
 }  // namespace
 
@@ -305,7 +305,7 @@ void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   w->name = "wait(" + tile->name + ")";
   w->wait_tile = tile;
   wait_request(w);
-  if (auto fs = take_failures(tile.get()); !fs.empty()) throw RequestFailed(describe_failures(fs));
+  if (auto fs = take_failures(tile.get()); !fs.empty()) throw reported(std::move(fs));
 }
 
 void Engine::wait_all() {
@@ -314,7 +314,7 @@ void Engine::wait_all() {
   w->kind = Kind::wait;
   w->name = "wait_all";
   wait_request(w);
-  if (auto fs = take_failures(nullptr); !fs.empty()) throw RequestFailed(describe_failures(fs));
+  if (auto fs = take_failures(nullptr); !fs.empty()) throw reported(std::move(fs));
 }
 
 std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
@@ -349,11 +349,20 @@ void Engine::finish(Request& r, Status s, std::string error) {
   r.done_flag.store(true, std::memory_order_release);
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   if (s != Status::done && r.kind != Kind::wait) {
-    Failure f{nullptr, r.id, "request #" + std::to_string(r.id) + " " + to_string(r.kind) + " '" + r.name + "' " + to_string(s) +
-                        ": " + r.error, {}};
-    for (const auto& a : r.accesses) f.tiles.push_back(a.tile->id);
+    Failure f;
+    f.report.id = r.id;
+    f.report.kind = to_string(r.kind);
+    f.report.name = r.name;
+    f.report.cancelled = s == Status::cancelled;
+    f.report.cause = r.error;
+    f.report.exception = r.exception;
+    for (const auto& a : r.accesses) {
+      f.tiles.push_back(a.tile->id);
+      if (std::find(f.report.tiles.begin(), f.report.tiles.end(), a.tile->name) == f.report.tiles.end())
+        f.report.tiles.push_back(a.tile->name);
+    }
     f.request = r.shared_from_this();
-    log().warn("{}", f.text);
+    log().warn("request #{} {} '{}' {}: {}", r.id, f.report.kind, r.name, to_string(s), r.error);
     std::lock_guard lock(failures_mutex_);
     failures_.push_back(std::move(f));
   }

@@ -75,8 +75,7 @@ class Engine {
   // Failures not yet thrown by a wait.
   struct Failure {
     RequestPtr request;
-    std::uint64_t id;
-    std::string text;
+    FailedRequest report;
     std::vector<std::uint64_t> tiles;
   };
   std::vector<Failure> take_failures(const TileState* tile);  // null = all

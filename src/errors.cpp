@@ -11,6 +11,19 @@ BuildError::BuildError(std::string device_, std::string file_, std::string log_)
       file(std::move(file_)),
       log(std::move(log_)) {}
 
+namespace {
+std::string describe(const std::vector<FailedRequest>& fs) {
+  std::string msg = std::to_string(fs.size()) + " request(s) failed or were cancelled:";
+  for (const auto& f : fs)
+    msg += "\n  request #" + std::to_string(f.id) + " " + f.kind + " '" + f.name + "' " +
+           (f.cancelled ? "cancelled" : "failed") + ": " + f.cause;
+  return msg;
+}
+}  // namespace
+
+RequestFailed::RequestFailed(std::vector<FailedRequest> failures)
+    : Error(describe(failures)), failures_(std::move(failures)) {}
+
 const char* cl_error_name(cl_int code) {
   switch (code) {
 #define HETFLOW_CL_CASE(x) \

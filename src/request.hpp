@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -94,6 +95,7 @@ struct Request : std::enable_shared_from_this<Request> {
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
   std::string error;
+  std::exception_ptr exception;        // host tasks: what fn threw
 
   // Host-side consumers: predecessors still to complete (+1 while arming).
   std::atomic<int> unmet{0};

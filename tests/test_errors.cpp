@@ -255,3 +255,49 @@ TEST_CASE("what the device cannot do is a UsageError naming the limit, before th
   c.launch(k, Range(64).local(16), io(x), local_mem<float>(16));
   CHECK_NOTHROW(c.wait_all());
 }
+
+namespace {
+struct SensorOffline : std::runtime_error {
+  explicit SensorOffline(int id_) : std::runtime_error("sensor " + std::to_string(id_) + " offline"), id(id_) {}
+  int id;
+};
+}  // namespace
+
+TEST_CASE("RequestFailed carries each failed or cancelled request as data, with a host task's own exception") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(16, "x"), y = c.tile<float>(16, "y");
+    c.host_task("read sensor", [] { throw SensorOffline(7); }, out(x));
+    c.move_to(x);                                              // cancelled
+    c.host_task("copy", [x, y] { y[0] = x[0]; }, in(x), out(y));  // cancelled
+    try {
+      c.wait_all();
+      FAIL("wait_all did not throw");
+    } catch (const RequestFailed& e) {
+      const auto& fs = e.failures();
+      REQUIRE(fs.size() == 3);
+      CHECK(fs[0].name == "read sensor");
+      CHECK(fs[0].kind == "host");
+      CHECK_FALSE(fs[0].cancelled);
+      CHECK(fs[0].cause == "threw: sensor 7 offline");
+      CHECK(fs[0].tiles == std::vector<std::string>{"x"});
+      REQUIRE(fs[0].exception);
+      try {
+        std::rethrow_exception(fs[0].exception);
+      } catch (const SensorOffline& s) {
+        CHECK(s.id == 7);
+      }
+      for (std::size_t i = 1; i < fs.size(); ++i) {
+        CAPTURE(fs[i].name);
+        CHECK(fs[i].cancelled);
+        CHECK(fs[i].cause.find("not run: request #" + std::to_string(fs[0].id)) == 0);
+        CHECK_FALSE(fs[i].exception);
+      }
+      const std::string text = e.what();
+      CHECK(text.find("request #" + std::to_string(fs[0].id) + " host 'read sensor' failed: threw: sensor 7 offline") !=
+            std::string::npos);
+    }
+    check_still_works(c);
+  }
+}

@@ -42,7 +42,7 @@ TEST_CASE("several threads submit and wait on one controller at once") {
     auto k = c.kernel("hetflow_test.cl", "scale_in_place");
     constexpr int threads = 4, rounds = 200;
     std::vector<Tile<float>> tiles;
-    for (int i = 0; i < threads; ++i) tiles.push_back(c.tile<float>(64, "t" + std::to_string(i)));
+    for (const char* name : {"t0", "t1", "t2", "t3"}) tiles.push_back(c.tile<float>(64, name));
     std::atomic<int> wrong{0};
     std::vector<std::thread> workers;
     for (int i = 0; i < threads; ++i)

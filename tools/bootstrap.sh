@@ -33,6 +33,11 @@ cmake --build "$build" -j "$jobs"
 if [ "$mode" = demo ]; then
   exec "$build/bin/hetflow" run sobel
 fi
+# First the sanitizer build of the engine's lifetime, thread and failure tests (HETFLOW_SANITIZERS=0
+# skips it), then the whole suite, whose closing line is the run's.
+if [ "${HETFLOW_SANITIZERS:-1}" != 0 ]; then
+  bash "$root/tools/sanitize.sh"
+fi
 # Serially: the overlap tests read OpenCL profiling times on a CPU device, which other test
 # processes would starve.
 cd "$build"
