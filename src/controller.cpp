@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "cl_call.hpp"
 #include "engine.hpp"
 
 namespace hetflow {
@@ -46,7 +47,8 @@ Policy parse_policy(const std::string& text) {
   throw UsageError("policy must be 'async' or 'sync', not '" + text + "'");
 }
 
-Controller::Controller(const ControllerOptions& options) : engine_(std::make_unique<detail::Engine>(options)) {}
+Controller::Controller(const ControllerOptions& options)
+    : engine_(detail::cl_call("setting up the controller", [&] { return std::make_unique<detail::Engine>(options); })) {}
 Controller::~Controller() {
   // Everything submitted finishes first; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
   try {
@@ -68,11 +70,13 @@ std::vector<RequestRecord> Controller::records() const { return engine_->records
 std::string Controller::topology_dot() const { return engine_->topology_dot(); }
 
 Kernel Controller::kernel(const std::string& file, const std::string& name, const std::string& build_options) {
-  return engine_->programs.from_file(file, build_options)->kernel(name);
+  return detail::cl_call("loading kernel '" + name + "' of '" + file + "'",
+                         [&] { return engine_->programs.from_file(file, build_options)->kernel(name); });
 }
 Kernel Controller::kernel_from_source(const std::string& source, const std::string& name,
                                       const std::string& build_options) {
-  return engine_->programs.from_source(source, build_options)->kernel(name);
+  return detail::cl_call("loading kernel '" + name + "' from source",
+                         [&] { return engine_->programs.from_source(source, build_options)->kernel(name); });
 }
 
 std::shared_ptr<detail::TileState> Controller::make_tile(const Extent& extent, std::size_t elem_size,

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "cl_call.hpp"
 #include "oclgrind.hpp"
 #include "settings.hpp"
 
@@ -54,9 +55,8 @@ std::string DeviceInfo::id() const { return std::to_string(platform_index) + ":"
 
 namespace {
 std::atomic<bool> loader_started{false};  // list_devices has called OpenCL (src/oclgrind.hpp says why it matters)
-}  // namespace
 
-std::vector<DeviceInfo> list_devices() {
+std::vector<DeviceInfo> list_devices_unchecked() {
   // PoCL 3.1 initialises its devices on the first clGetDeviceIDs; a second thread asking meanwhile
   // is told there are none (two controllers made at once in two threads: "platforms exist but
   // report no device"). Asking one thread at a time costs nothing after the first.
@@ -111,6 +111,7 @@ std::vector<DeviceInfo> list_devices() {
   if (out.empty()) throw DeviceError(std::string(no_platform_help) + " (platforms exist but report no device)");
   return out;
 }
+}  // namespace
 
 DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::string_view spec_in,
                                 std::string_view source) {
@@ -135,8 +136,13 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
   }
   if (auto colon = spec.find(':'); colon != std::string::npos && colon > 0 &&
       std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit((unsigned char)c) || c == ':'; })) {
-    const unsigned p = unsigned(std::stoul(spec.substr(0, colon)));
-    const unsigned d = unsigned(std::stoul(spec.substr(colon + 1)));
+    unsigned long p = 0, d = 0;
+    try {
+      p = std::stoul(spec.substr(0, colon));
+      d = std::stoul(spec.substr(colon + 1));
+    } catch (const std::exception&) {  // "0:" or a number past unsigned long
+      throw no_match("is not a platform:device pair of numbers");
+    }
     for (const auto& dev : devices)
       if (dev.platform_index == p && dev.device_index == d)
         return {dev, "platform " + std::to_string(p) + ", device " + std::to_string(d) + ", as " + std::string(source) + " asks"};
@@ -146,6 +152,10 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
     if (lower(d.name).find(spec) != std::string::npos || lower(d.platform_name).find(spec) != std::string::npos)
       return {d, "first device whose name or platform contains '" + std::string(spec_in) + "', as " + std::string(source) + " asks"};
   throw no_match("matches no device or platform name");
+}
+
+std::vector<DeviceInfo> list_devices() {
+  return detail::cl_call("listing the OpenCL devices", [] { return list_devices_unchecked(); });
 }
 
 DeviceChoice select_device(std::string_view spec) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cl_call.hpp"
 #include "log.hpp"
 #include "settings.hpp"
 
@@ -57,15 +58,6 @@ void check_tile_size(const Extent& e, std::size_t elem_size, const std::string& 
 const ControllerOptions& checked(const ControllerOptions& o) {
   check_environment();
   return o;
-}
-
-template <class F>
-auto cl_call(const char* what, F&& f) {
-  try {
-    return f();
-  } catch (const cl::Error& e) {
-    throw OpenCLError(e.err(), what);
-  }
 }
 
 }  // namespace

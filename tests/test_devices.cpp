@@ -43,6 +43,17 @@ TEST_CASE("selection forms over a listed machine") {
   CHECK(select_device_from(cpu_only, "", "default").reason.find("no GPU") != std::string::npos);
 }
 
+TEST_CASE("a malformed platform:device pair is a DeviceError, not a std::out_of_range") {
+  const auto devices = list_devices();
+  for (const char* spec : {"0:", "99999999999999999999999:0"}) {
+    CAPTURE(spec);
+    CHECK_THROWS_WITH_AS(select_device_from(devices, spec, "the test"),
+                         doctest::Contains("is not a platform:device pair of numbers"), DeviceError);
+  }
+  CHECK(devices.front().max_alloc_bytes > 0);
+  CHECK(devices.front().max_work_item_sizes[0] > 0);
+}
+
 TEST_CASE("a selection that matches nothing lists what exists") {
   for (const char* spec : {"accelerator", "2:0", "1:7", "radeon"}) {
     CAPTURE(spec);
