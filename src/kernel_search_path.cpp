@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -13,23 +14,31 @@ namespace hetflow {
 namespace fs = std::filesystem;
 
 namespace {
-// The installed kernels sit at <prefix>/share/hetflow/kernels_cl next to <prefix>/lib*/libhetflow.so;
-// finding them from the library's own location keeps a relocated install working.
-std::string installed_next_to_library() {
+// Where this library is loaded from, or an empty path.
+fs::path library_file() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&installed_next_to_library), &info) == 0 || !info.dli_fname) return {};
+  if (dladdr(reinterpret_cast<void*>(&library_file), &info) == 0 || !info.dli_fname) return {};
   std::error_code ec;
   fs::path lib = fs::canonical(info.dli_fname, ec);
-  if (ec) return {};
-  return (lib.parent_path().parent_path() / "share" / "hetflow" / "kernels_cl").string();
+  return ec ? fs::path() : lib;
+}
+
+bool same_directory(const fs::path& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && fs::equivalent(a, b, ec);
 }
 }  // namespace
 
 std::vector<std::string> kernel_search_path() {
   std::vector<std::string> dirs = detail::env_kernel_path();
-  dirs.push_back(HETFLOW_SOURCE_KERNEL_DIR);
-  if (auto next = installed_next_to_library(); !next.empty()) dirs.push_back(next);
-  dirs.push_back(HETFLOW_INSTALL_KERNEL_DIR);
+  const fs::path lib = library_file();
+  // The library in its build tree finds the source tree's kernels; an installed copy never looks
+  // at the machine it was built on.
+  if (same_directory(lib.parent_path(), HETFLOW_BUILD_LIBRARY_DIR)) dirs.push_back(HETFLOW_SOURCE_KERNEL_DIR);
+  // The installed kernels sit at <prefix>/share/hetflow/kernels_cl next to <prefix>/lib*/libhetflow.so;
+  // finding them from the library's own location keeps a relocated install working.
+  if (!lib.empty()) dirs.push_back((lib.parent_path().parent_path() / "share" / "hetflow" / "kernels_cl").string());
+  if (std::find(dirs.begin(), dirs.end(), HETFLOW_INSTALL_KERNEL_DIR) == dirs.end()) dirs.push_back(HETFLOW_INSTALL_KERNEL_DIR);
   return dirs;
 }
 

@@ -16,6 +16,8 @@ TEST_CASE("an outside project builds and runs against the installed package") {
   REQUIRE(install.status == 0);
   CHECK(fs::exists(fs::path(prefix) / "include/hetflow/hetflow.hpp"));
   CHECK(fs::exists(fs::path(prefix) / "share/hetflow/kernels_cl/hetflow_test.cl"));
+  CHECK(fs::exists(fs::path(prefix) / "share/doc/hetflow/docs/architecture.md"));
+  CHECK(fs::exists(fs::path(prefix) / "share/doc/hetflow/README.md"));
 
   const std::string consumer_build = (work / "consumer-build").string();
   auto configure = test::run_command("cmake -S " + std::string(HETFLOW_TEST_SOURCE_DIR) + "/tests/consumer -B " +
@@ -30,6 +32,12 @@ TEST_CASE("an outside project builds and runs against the installed package") {
   INFO(run.output);
   CHECK(run.status == 0);
   CHECK(run.output.find("consumer ok") != std::string::npos);
+  // The installed library searches the install, never the source tree it was built from.
+  auto missing = test::run_command("cd / && HETFLOW_KERNEL_PATH= " + consumer_build + "/consumer no_such_file.cl");
+  INFO(missing.output);
+  CHECK(missing.output.find("not found; searched:") != std::string::npos);
+  CHECK(missing.output.find(prefix + "/share/hetflow/kernels_cl/no_such_file.cl") != std::string::npos);
+  CHECK(missing.output.find(std::string(HETFLOW_TEST_SOURCE_DIR) + "/kernels_cl") == std::string::npos);
 }
 
 TEST_CASE("the installed hetflow program runs from its prefix alone") {

@@ -3,8 +3,16 @@
 
 #include <cstdio>
 
-int main() {
+int main(int argc, char** argv) {
   hetflow::Controller c;
+  if (argc > 1) {  // consumer MISSING.cl: what the installed library says when a kernel file is missing
+    try {
+      c.kernel(argv[1], "k");
+    } catch (const hetflow::FileNotFoundError& e) {
+      std::printf("%s\n", e.what());
+    }
+    return 0;
+  }
   auto k = c.kernel("hetflow_test.cl", "scale_in_place");
   auto x = c.tile<float>(256, "x");
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i);
