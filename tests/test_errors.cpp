@@ -301,3 +301,22 @@ TEST_CASE("RequestFailed carries each failed or cancelled request as data, with 
     check_still_works(c);
   }
 }
+
+TEST_CASE("what the header promises: region arguments pass the whole buffer, a tile may appear twice") {
+  Controller c(test::options(Policy::async));
+  // in(a) and out(a) of one box in one launch: b = a * 0.5 + a * 0.25 + 1 in place.
+  auto k = c.kernel("hetflow_test.cl", "mix_inputs");
+  auto a = c.tile<float>(64, "a");
+  test::fill(a, 4.0f);
+  c.move_to(a);
+  c.launch(k, Range(64), in(a), in(a), out(a), 64, 1.0f);
+  // A region argument: the kernel gets the whole buffer and indexes it with the global offset.
+  auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+  c.launch(scale, Range(16).offset(48), io(a.region(Box{{48, 0, 0}, {16, 1, 1}})), 64, 2.0f);
+  c.move_from(a);
+  c.wait(a);
+  for (std::size_t i = 0; i < 64; ++i) {
+    CAPTURE(i);
+    CHECK(a[i] == (i < 48 ? 4.0f : 9.0f));  // 4 * 0.75 + 1 = 4, then 4 * 2 + 1 = 9
+  }
+}

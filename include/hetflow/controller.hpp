@@ -45,8 +45,10 @@ class Engine;
 struct RequestRecord;
 
 // One per device. Owns the OpenCL context and queues, the tiles' images, the program cache and the
-// flow graph that runs the requests. Submitting calls may come from any thread; they are ordered
-// by a lock, and that order is the program order hazards follow.
+// flow graph that runs the requests. Thread safety: submissions (move_to, move_from, launch,
+// host_task, free), waits, tile and kernel creation may come from any thread at once; submissions
+// are ordered by a lock, and that order is the program order hazards follow. Two threads waiting
+// on the same tile both return when it is done; each failure is reported to one of them.
 class Controller {
  public:
   explicit Controller(const ControllerOptions& options = {});
@@ -65,10 +67,15 @@ class Controller {
   Kernel kernel(const std::string& file, const std::string& name, const std::string& build_options = {});
   Kernel kernel_from_source(const std::string& source, const std::string& name, const std::string& build_options = {});
 
+  // A tile with a pinned host image and a device image, both uninitialised: write the host image
+  // (or a host task's out()) and move_to, or fill the device image with a kernel, before reading.
+  // Throws UsageError for a zero extent, a byte size that overflows or exceeds the device's largest
+  // allocation, and OpenCLError if the driver cannot allocate it.
   template <class T>
   Tile<T> tile(const Extent& extent, std::string name = {}) {
     return Tile<T>(make_tile(extent, sizeof(T), detail::cl_type_name<T>(), std::move(name), false));
   }
+  // A tile with a device image only (kernels' scratch space); as tile() otherwise.
   template <class T>
   Tile<T> device_tile(const Extent& extent, std::string name = {}) {
     return Tile<T>(make_tile(extent, sizeof(T), detail::cl_type_name<T>(), std::move(name), true));
@@ -86,7 +93,11 @@ class Controller {
   }
 
   // Runs `kernel` over `range`. Arguments in the kernel's order: in(t)/out(t)/io(t) for buffers
-  // (tiles or regions), local_mem<T>(n) for __local, scalars by value.
+  // (tiles or regions), local_mem<T>(n) for __local, scalars by value. A region argument passes
+  // the whole buffer: the box only says what the launch reads or writes, for the hazards — index
+  // it yourself (Range::offset(), or a scalar). One tile may appear in several arguments (in(a)
+  // and out(a), disjoint or not). Arguments, local memory and work-group sizes are checked here
+  // (UsageError); what the driver refuses fails the request, reported by a later wait.
   template <class... Args>
   void launch(const Kernel& kernel, const Range& range, Args&&... args) {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});
@@ -109,15 +120,17 @@ class Controller {
     host_task(std::string("host_task"), std::forward<F>(fn), std::forward<Roles>(roles)...);
   }
 
-  // Blocks until every request submitted so far on `t` is done; throws RequestFailed if one of
-  // them failed or was cancelled.
+  // Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
+  // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
+  // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
+  // used again as if the failed request had never been submitted.
   template <class T>
   void wait(const Tile<T>& t) {
     (void)t.extent();
     wait_tile(t.shared_state());
   }
   // Blocks until everything submitted so far is done; throws RequestFailed naming every request
-  // that failed or was cancelled since the last wait.
+  // that failed or was cancelled and that no wait has reported yet.
   void wait_all();
 
   // Releases the tile once the requests already submitted on it are done; those requests (host
