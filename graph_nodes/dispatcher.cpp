@@ -72,12 +72,7 @@ void Engine::dispatch(const RequestPtr& r) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
     if (p->finished) {
-      if (p->status.load() != Status::done) {
-        std::lock_guard own(r->m);  // an earlier host predecessor's failure may be setting it too
-        if (r->cancel_cause.empty())
-          r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
-                            to_string(p->status.load());
-      }
+      if (p->status.load() != Status::done) cancel_because(*r, dependency_cause(*p, p->status.load()));
       return true;
     }
     r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);  // under p->m: p cannot finish meanwhile

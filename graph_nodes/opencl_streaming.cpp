@@ -133,8 +133,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
       const Status s = p->status.load();
       cl_event e = p->event.load();
       if (s == Status::failed || s == Status::cancelled || !e) {
-        cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
-                (s == Status::pending ? std::string("was never enqueued") : to_string(s));
+        cause = dependency_cause(*p, s);
         break;
       }
       if (p->finished) continue;  // done

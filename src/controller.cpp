@@ -148,8 +148,15 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
     throw UsageError(what + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
                      std::to_string(args.size()));
   }
-  for (unsigned d = 0; d < range.dims(); ++d)
-    if (range.global()[d] == 0) throw UsageError(what + ": the global range is 0 in dimension " + std::to_string(d));
+  std::size_t items = 1;
+  for (unsigned d = 0; d < range.dims(); ++d) {
+    const std::size_t g = range.global()[d], o = range.offset()[d];
+    if (g == 0) throw UsageError(what + ": the global range is 0 in dimension " + std::to_string(d));
+    std::size_t end = 0;
+    if (__builtin_add_overflow(o, g, &end) || __builtin_mul_overflow(items, g, &items))
+      throw UsageError(what + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
+                       " in dimension " + std::to_string(d) + " overflows a size_t");
+  }
   check_against_device(engine_->choice.device, range, args, what);
   auto r = std::make_shared<Request>();
   for (std::size_t i = 0; i < args.size(); ++i) {

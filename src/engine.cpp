@@ -359,14 +359,11 @@ void Engine::finish(Request& r, Status s, std::string error) {
     failures_.push_back(std::move(f));
   }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
-  const std::string cause = "request #" + std::to_string(r.id) + " '" + r.name + "' that it depends on " + to_string(s);
+  const std::string cause = dependency_cause(r, s);
   // Held-back requests never reach the driver: the streaming node cancels them once nothing they
   // wait for is left (Engine::cancel_after_preds).
   for (const auto& h : held) {
-    if (s != Status::done) {
-      std::lock_guard lock(h->m);
-      if (h->cancel_cause.empty()) h->cancel_cause = cause;
-    }
+    if (s != Status::done) cancel_because(*h, cause);
     release_held(h, nullptr);
   }
   // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them.
@@ -375,12 +372,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
-  if (failed_pred) {
-    std::lock_guard lock(consumer->m);
-    if (consumer->cancel_cause.empty())
-      consumer->cancel_cause = "request #" + std::to_string(failed_pred->id) + " '" + failed_pred->name +
-                               "' that it depends on " + to_string(failed_pred->status.load());
-  }
+  if (failed_pred) cancel_because(*consumer, dependency_cause(*failed_pred, failed_pred->status.load()));
   if (consumer->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(consumer);
 }
 
@@ -419,12 +411,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
     {
       std::lock_guard lock(p->m);
       if (p->finished) {
-        if (p->status.load() != Status::done) {
-          std::lock_guard own(r->m);
-          if (r->cancel_cause.empty())
-            r->cancel_cause = "request #" + std::to_string(p->id) + " '" + p->name + "' that it depends on " +
-                              to_string(p->status.load());
-        }
+        if (p->status.load() != Status::done) cancel_because(*r, dependency_cause(*p, p->status.load()));
         continue;
       }
       p->waiters.push_back(r);

@@ -117,4 +117,15 @@ struct Request : std::enable_shared_from_this<Request> {
   static inline std::atomic<long> live{0};
 };
 
+// Why a dependant of `p` is not run: "request #12 'fill' that it depends on failed".
+inline std::string dependency_cause(const Request& p, Status s) {
+  return "request #" + std::to_string(p.id) + " '" + p.name + "' that it depends on " +
+         (s == Status::pending ? std::string("was never enqueued") : std::string(to_string(s)));
+}
+// Records the first cause of r's cancellation (under r.m: several predecessors may fail at once).
+inline void cancel_because(Request& r, std::string cause) {
+  std::lock_guard lock(r.m);
+  if (r.cancel_cause.empty()) r.cancel_cause = std::move(cause);
+}
+
 }  // namespace hetflow::detail

@@ -320,3 +320,25 @@ TEST_CASE("what the header promises: region arguments pass the whole buffer, a t
     CHECK(a[i] == (i < 48 ? 4.0f : 9.0f));  // 4 * 0.75 + 1 = 4, then 4 * 2 + 1 = 9
   }
 }
+
+TEST_CASE("sizes that overflow are UsageErrors naming the numbers: extents of every rank, regions, ranges") {
+  Controller c(test::options(Policy::async));
+  const std::size_t huge = std::size_t(1) << 62;
+  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{huge}, "r1"), doctest::Contains("tile 'r1'"), UsageError);
+  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{huge + 1, 4}, "r2"), doctest::Contains("overflows"), UsageError);
+  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{huge, 2, 2}, "r3"), doctest::Contains("overflows"), UsageError);
+  CHECK_THROWS_WITH_AS(c.device_tile<double>(Extent{huge, 1, 1}, "d"), doctest::Contains("overflows"), UsageError);
+  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{4, 4, 0}, "z"), doctest::Contains("a zero extent"), UsageError);
+  auto t = c.tile<float>(Extent{8, 8}, "t");
+  // Regions whose offset + size wraps around: out of bounds, not a small region.
+  CHECK_THROWS_WITH_AS(c.move_to(t.region(Box{{SIZE_MAX, 0, 0}, {2, 1, 1}})), doctest::Contains("out of the bounds"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(c.move_to(t.region(Box{{2, 0, 0}, {SIZE_MAX - 1, 1, 1}})), doctest::Contains("out of the bounds"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(c.move_to(t.rows(SIZE_MAX, 2)), doctest::Contains("out of the bounds"), UsageError);
+  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto x = c.tile<float>(64, "x");
+  CHECK_THROWS_WITH_AS(c.launch(k, Range(64).offset(SIZE_MAX), io(x), 64, 1.0f), doctest::Contains("overflows"), UsageError);
+  CHECK_THROWS_WITH_AS(c.launch(k, Range(huge, huge), io(x), 64, 1.0f), doctest::Contains("overflows"), UsageError);
+  CHECK_NOTHROW(c.wait_all());
+}
