@@ -3,6 +3,7 @@
 // at once; completion comes back, only where a host-side
 // consumer asked for it, through clSetEventCallback and the async_node's gateway. Queues are
 // flushed when something needs their commands on the device, not after each (src/flush_policy.hpp).
+#include "driver_lock.hpp"
 #include "engine.hpp"
 #include "log.hpp"
 
@@ -71,10 +72,14 @@ void Engine::enqueue(const RequestPtr& r) {
   while (!ready.empty()) {
     RequestPtr x = std::move(ready.back());
     ready.pop_back();
-    advance(x, ready);
+    try {
+      advance(x, ready);
+    } catch (const std::exception& e) {
+      fail_internally(x, "the streaming node", e);
+    }
   }
   if (streaming_backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && policy == Policy::async)
-    flush_policy_.idle([this](unsigned q) { clFlush(queues[q]()); });
+    flush_policy_.idle([this](unsigned q) { flush(q); });
 }
 
 void Engine::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
@@ -163,7 +168,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   // OpenCL: a command may wait on another queue's event only once that queue was flushed.
   for (unsigned lane : wait_lanes)
     if (lane != r->lane && flush_policy_.dirty(lane)) {
-      clFlush(queues[lane]());
+      flush(lane);
       flush_policy_.flushed(lane);
     }
 
@@ -173,6 +178,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   cl_int err = CL_SUCCESS;
   const auto n = cl_uint(wait_list.size());
   const cl_event* list = n ? wait_list.data() : nullptr;
+  auto driver = driver_lock();
   if (r->kind == Kind::kernel) {
     err = enqueue_kernel(q, *r, n, list, &ev, what);
   } else {
@@ -180,6 +186,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
     err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
   }
+  if (driver.owns_lock()) driver.unlock();  // unlock() of a lock never taken throws
   r->preds.clear();  // only now: their events had to live through the enqueue
   if (err != CL_SUCCESS) {
     finish(*r, Status::failed, what + " failed: " + cl_error_name(err));  // nothing it waited for ran short
@@ -188,7 +195,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
-  if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { clFlush(queues[i]()); });
+  if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { flush(i); });
 
   bool register_now = false;
   std::vector<RequestPtr> held;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cl_call.hpp"
+#include "driver_lock.hpp"
 #include "engine.hpp"
 
 namespace hetflow {
@@ -228,8 +229,10 @@ void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
   std::weak_ptr<detail::TileState> weak = tile;
   r->fn = [weak] {
     if (auto t = weak.lock()) {
-      if (t->host && t->host_buffer() && t->unmap_queue())
+      if (t->host && t->host_buffer() && t->unmap_queue()) {
+        auto driver = detail::driver_lock();
         clEnqueueUnmapMemObject(t->unmap_queue(), t->host_buffer(), t->host, 0, nullptr, nullptr);
+      }
       t->host = nullptr;
       t->host_buffer = cl::Buffer();
       t->device_buffer = cl::Buffer();

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cl_call.hpp"
+#include "driver_lock.hpp"
 #include "log.hpp"
 #include "settings.hpp"
 
@@ -78,7 +79,13 @@ Engine::Engine(const ControllerOptions& options)
       kernel_cache_guard_(kernel_cache_slot_.taken()),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
-                    dispatch(r);
+                    try {
+                      dispatch(r);
+                    } catch (const std::exception& e) {
+                      // A node body that throws would leave the request pending for good.
+                      fail_internally(r, "the dispatcher", e);
+                      return;
+                    }
                     if (on_device(r->kind)) {
                       streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
                       std::get<0>(ports).try_put(r);
@@ -94,6 +101,7 @@ Engine::Engine(const ControllerOptions& options)
         on_device_complete(r);
         return tbb::flow::continue_msg{};
       }) {
+  if (choice.device.platform_name == "Oclgrind") serialize_driver_calls();  // src/driver_lock.hpp
   tbb::flow::make_edge(tbb::flow::output_port<0>(dispatcher_), streaming_);
   tbb::flow::make_edge(streaming_, receiver_);
 
@@ -126,11 +134,21 @@ Engine::~Engine() {
   graph_.wait_for_all();
 }
 
+void Engine::fail_internally(const RequestPtr& r, const char* where, const std::exception& e) {
+  log().error("request #{} '{}': {} threw: {}", r->id, r->name, where, e.what());
+  if (r->kind == Kind::wait) {
+    ready(r);  // releases its caller
+    return;
+  }
+  finish(*r, Status::failed, std::string("hetflow internal error in ") + where + ": " + e.what());
+}
+
 void Engine::calibrate_clock() {
   // OpenCL profiling counters run on the device's clock. For a marker, the host time just before
   // its enqueue precedes its QUEUED stamp and the host time after its wait follows its END stamp,
   // which brackets the offset; the midpoint of the tightest bracket over a few tries is used.
   std::int64_t lower = INT64_MIN, upper = INT64_MAX;
+  auto driver = driver_lock();
   for (int i = 0; i < 8; ++i) {
     cl::Event marker;
     const std::int64_t before = now_ns();
@@ -188,6 +206,7 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   // back commands on other queues (perf/bench_copy_concurrency, "fresh"); allocating is this
   // call's job, so one byte is written now. Not clEnqueueMigrateMemObjects: NVIDIA's OpenCL
   // (driver 580) crashed in its own thread soon after migrating new buffers.
+  auto driver = driver_lock();
   cl_call(what.c_str(), [&] { return service_queue_.enqueueFillBuffer(s->device_buffer, cl_uchar(0), 0, 1); });
   if (!device_only) {
     s->host_buffer =
@@ -261,7 +280,11 @@ void Engine::wait_request(RequestPtr w) {
     if (RequestPtr p = blocking_candidate(*raw)) {
       lock.unlock();
       cl_event ev = p->event.load();
-      const cl_int err = clWaitForEvents(1, &ev);
+      cl_int err = CL_SUCCESS;
+      {
+        auto driver = driver_lock();
+        err = clWaitForEvents(1, &ev);
+      }
       on_device_complete(p);  // reads the command's own status, failures included
       lock.lock();
       // Any other error leaves the command running: poll and sleep as below rather than spin.
@@ -434,7 +457,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
     }
     if (register_now) watch(p);
-    if (flush_only) clFlush(queues[p->lane]());
+    if (flush_only) flush(p->lane);
   }
   r->preds.clear();
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
@@ -495,7 +518,12 @@ void Engine::watch(const RequestPtr& p) {
     return;
   }
   // The callback can only fire once the command is submitted to the device.
-  clFlush(queues[p->lane]());
+  flush(p->lane);
+}
+
+void Engine::flush(unsigned lane) {
+  auto driver = driver_lock();
+  clFlush(queues[lane]());
 }
 
 bool Engine::is_done(const RequestPtr& r) {

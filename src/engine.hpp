@@ -62,9 +62,13 @@ class Engine {
   void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
+  // An exception escaped the engine's own code in a node body: fail the request rather than leave
+  // it (and everything after it) pending.
+  void fail_internally(const RequestPtr& r, const char* where, const std::exception& e);
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
+  void flush(unsigned lane);                      // clFlush, under driver_lock()
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.

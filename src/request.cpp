@@ -1,5 +1,7 @@
 #include "request.hpp"
 
+#include "driver_lock.hpp"
+
 namespace hetflow::detail {
 
 Request::~Request() {
@@ -9,7 +11,10 @@ Request::~Request() {
 
 TileState::~TileState() {
   // Unmapping is enqueued, not waited for: OpenCL keeps the buffer alive until its commands end.
-  if (host && host_buffer() && unmap_queue()) clEnqueueUnmapMemObject(unmap_queue(), host_buffer(), host, 0, nullptr, nullptr);
+  if (host && host_buffer() && unmap_queue()) {
+    auto driver = driver_lock();
+    clEnqueueUnmapMemObject(unmap_queue(), host_buffer(), host, 0, nullptr, nullptr);
+  }
 }
 
 }  // namespace hetflow::detail
