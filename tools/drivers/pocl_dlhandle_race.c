@@ -8,8 +8,9 @@
  * dlhandle cache", first in v7.0). Plain OpenCL, no hetflow; docs/drivers.md cites it.
  * The first launches of a process meet it (PoCL 3.1 also leaks a reference per launch, which
  * hides it later), so run it often:
- *   cc -O2 pocl_dlhandle_race.c -lOpenCL -o race && for i in $(seq 100); do ./race; done
- * On 2 cores with PoCL 3.1, N of 100 runs aborted (docs/drivers.md). */
+ *   cc -O2 pocl_dlhandle_race.c -lOpenCL -o race && for i in $(seq 300); do ./race; done
+ * On the project's 2-core machine with PoCL 3.1, 2 of 300 and 1 of 300 runs aborted (2026-11-23);
+ * exit status 0: no abort and every value right. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
