@@ -102,14 +102,17 @@ void Engine::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
   enqueue_command(r, released);
 }
 
-void Engine::cancel_after_preds(const RequestPtr& r, std::string cause) {
-  // A request ends only after everything it depends on has ended, cancelled or not: a wait that
-  // returns once r has ended must be able to count on that for r's predecessors too (the hazard
-  // tracker forgets accesses that a later write covers, trusting that order). So r is cancelled
-  // as a host-side consumer of its predecessors still running.
+void Engine::end_after_preds(const RequestPtr& r, Status s, std::string why) {
+  // A request ends only after everything it depends on has ended, whatever its outcome: a wait
+  // that returns once r has ended must be able to count on that for r's predecessors too (the
+  // hazard tracker forgets accesses that a later write covers, trusting that order). So r, which
+  // will not run, ends as a host-side consumer of its predecessors still running.
   {
     std::lock_guard lock(r->m);
-    r->cancel_cause = std::move(cause);
+    if (s == Status::failed)
+      r->failure = std::move(why);
+    else
+      r->cancel_cause = std::move(why);
   }
   arm_host_side(r);  // → ready(r) once they have ended
 }
@@ -127,6 +130,7 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
 void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
   std::vector<cl_event> wait_list;
   std::vector<unsigned> wait_lanes;
+  std::vector<RequestPtr> running;  // the predecessors whose events r waits on
   std::string cause;
   {
     std::lock_guard lock(r->m);
@@ -144,11 +148,11 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
       if (p->finished) continue;  // done
       wait_list.push_back(e);
       wait_lanes.push_back(p->lane);
-      p->device_dependants.push_back(r);
+      running.push_back(p);
     }
   }
   if (!cause.empty()) {
-    cancel_after_preds(r, std::move(cause));
+    end_after_preds(r, Status::cancelled, std::move(cause));
     return;
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) {
@@ -187,10 +191,19 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
   }
   if (driver.owns_lock()) driver.unlock();  // unlock() of a lock never taken throws
-  r->preds.clear();  // only now: their events had to live through the enqueue
   if (err != CL_SUCCESS) {
-    finish(*r, Status::failed, what + " failed: " + cl_error_name(err));  // nothing it waited for ran short
+    end_after_preds(r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
+  }
+  r->preds.clear();  // only now: their events had to live through the enqueue
+  // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
+  std::string failed_pred;
+  for (const auto& p : running) {
+    std::lock_guard lock(p->m);
+    if (!p->finished)
+      p->device_dependants.push_back(r);
+    else if (p->status.load() != Status::done && failed_pred.empty())
+      failed_pred = dependency_cause(*p, p->status.load());
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);
@@ -210,6 +223,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     watch(r);  // flushes r's queue
     flush_policy_.flushed(r->lane);
   }
+  if (!failed_pred.empty()) finish(*r, Status::cancelled, "not run: " + failed_pred);
 }
 
 }  // namespace hetflow::detail

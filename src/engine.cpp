@@ -384,7 +384,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   const std::string cause = dependency_cause(r, s);
   // Held-back requests never reach the driver: the streaming node cancels them once nothing they
-  // wait for is left (Engine::cancel_after_preds).
+  // wait for is left (Engine::end_after_preds).
   for (const auto& h : held) {
     if (s != Status::done) cancel_because(*h, cause);
     release_held(h, nullptr);
@@ -416,8 +416,16 @@ void Engine::ready(const RequestPtr& r) {
     std::lock_guard lock(r->m);
     cause = r->cancel_cause;
   }
-  if (on_device(r->kind)) {  // only cancelled device requests wait as consumers (cancel_after_preds)
-    finish(*r, Status::cancelled, "not run: " + cause);
+  if (on_device(r->kind)) {  // only device requests that will not run wait as consumers (end_after_preds)
+    std::string failure;
+    {
+      std::lock_guard lock(r->m);
+      failure = r->failure;
+    }
+    if (!failure.empty())
+      finish(*r, Status::failed, std::move(failure));
+    else
+      finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
   if (r->kind == Kind::host && !cause.empty()) {

@@ -100,7 +100,9 @@ class Engine {
   // nothing is left, and hand on the requests held back behind it.
   void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
   void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
-  void cancel_after_preds(const RequestPtr& r, std::string cause);
+  // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
+  // its predecessors have.
+  void end_after_preds(const RequestPtr& r, Status s, std::string why);
   // A predecessor of h ended or was enqueued; on the streaming node `released` collects h when
   // nothing is left, elsewhere h is put to the streaming node.
   void release_held(const RequestPtr& h, std::vector<RequestPtr>* released);

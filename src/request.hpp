@@ -65,6 +65,7 @@ struct Request : std::enable_shared_from_this<Request> {
   std::vector<RequestPtr> preds;       // deduplicated, not known complete at dispatch (device requests:
                                        // their device predecessors only)
   std::string cancel_cause;            // non-empty: a predecessor failed; do not run
+  std::string failure;                 // device requests the driver refused: why (Engine::end_after_preds)
 
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
   // predecessor has succeeded and every device predecessor is enqueued (docs/architecture.md,

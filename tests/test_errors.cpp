@@ -342,3 +342,25 @@ TEST_CASE("sizes that overflow are UsageErrors naming the numbers: extents of ev
   CHECK_THROWS_WITH_AS(c.launch(k, Range(huge, huge), io(x), 64, 1.0f), doctest::Contains("overflows"), UsageError);
   CHECK_NOTHROW(c.wait_all());
 }
+
+// A launch the driver refuses ends only after what it depends on has ended: the tracker forgets
+// the long kernel's access (the refused launch's write covers it), so a wait that returned as soon
+// as the refusal was known would let the next move_from read b while the long kernel still wrote it.
+TEST_CASE("a refused launch ends after the commands it depends on, so a wait on its tile covers them") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto copy = c.kernel("hetflow_test.cl", "copy_loop");
+    auto a = c.tile<float>(1000, "a"), b = c.tile<float>(1000, "b");
+    test::fill(a, 5.0f);
+    test::fill(b, 0.0f);
+    c.move_to(a);
+    c.move_to(b);
+    c.launch(copy, Range(64).local(64), in(a), out(b), 1000, 20000);  // long: b = a
+    c.launch(needs_8_kernel(c), Range(64).local(16), io(b), 64, 2.0f);  // refused by the driver
+    CHECK_THROWS_WITH_AS(c.wait(b), doctest::Contains("CL_INVALID_WORK_GROUP_SIZE"), RequestFailed);
+    c.move_from(b);
+    c.wait(b);
+    CHECK(test::all_equal(b, 5.0f));
+  }
+}
