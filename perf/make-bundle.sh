@@ -13,7 +13,7 @@ rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
 cp "$build"/bin/hetflow "$build"/bin/bench_* "$dir/bin/"
 [ -x "$build/bin/banded_heat" ] && cp "$build/bin/banded_heat" "$dir/bin/"
-for t in test_appendix_a test_errors test_random_programs test_soak test_tracker test_concurrent_launches; do
+for t in test_appendix_a test_errors test_random_programs test_soak test_tracker test_concurrent_launches test_threads_and_lifetimes; do
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" "$dir/bin/"
 done
 # The plain-OpenCL reproducer of PoCL's kernel-cache bug (docs/drivers.md), where it exists.

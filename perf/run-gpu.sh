@@ -39,6 +39,7 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run appendix_a $B/bin/test_appendix_a
   run errors $B/bin/test_errors
   run random $B/bin/test_random_programs
+  run threads $B/bin/test_threads_and_lifetimes
   # The host's PoCL (5.0, 16 cores): the kernel-cache guard (docs/drivers.md).
   export HETFLOW_DEVICE=portable
   run pocl_concurrent $B/bin/test_concurrent_launches
