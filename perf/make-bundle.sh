@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${1:-$root/bundle}
 build=${HETFLOW_BUNDLE_BUILD_DIR:-$root/build-release}
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHETFLOW_BUILD_TESTS=ON -DHETFLOW_BUILD_PERF=ON -DHETFLOW_SANITIZE= >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
