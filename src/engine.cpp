@@ -382,16 +382,19 @@ void Engine::finish(Request& r, Status s, std::string error) {
     failures_.push_back(std::move(f));
   }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
+  if (s == Status::done) {
+    for (const auto& h : held) release_held(h, nullptr);
+    return;
+  }
   const std::string cause = dependency_cause(r, s);
   // Held-back requests never reach the driver: the streaming node cancels them once nothing they
   // wait for is left (Engine::end_after_preds).
   for (const auto& h : held) {
-    if (s != Status::done) cancel_because(*h, cause);
+    cancel_because(*h, cause);
     release_held(h, nullptr);
   }
   // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them.
-  if (s != Status::done)
-    for (const auto& d : dependants) finish(*d, Status::cancelled, "not run: " + cause);
+  for (const auto& d : dependants) finish(*d, Status::cancelled, "not run: " + cause);
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
