@@ -1,5 +1,5 @@
 // The OpenCL streaming node: serial, so each queue receives its commands in program order, except
-// those held back until a host predecessor succeeds. It enqueues with event wait lists and returns
+// those held back until a host predecessor has ended. It enqueues with event wait lists and returns
 // at once; completion comes back, only where a host-side
 // consumer asked for it, through clSetEventCallback and the async_node's gateway. Queues are
 // flushed when something needs their commands on the device, not after each (src/flush_policy.hpp).

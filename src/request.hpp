@@ -68,10 +68,11 @@ struct Request : std::enable_shared_from_this<Request> {
   std::string failure;                 // device requests the driver refused: why (Engine::end_after_preds)
 
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
-  // predecessor has succeeded and every device predecessor is enqueued (docs/architecture.md,
-  // "Host → device edges"). So no OpenCL command ever waits on an event the engine could fail,
-  // and every enqueued command completes without the host's help.
-  std::atomic<int> enqueue_unmet{0};   // predecessors still to succeed or be enqueued, +1 while arming
+  // predecessor has ended (and succeeded; else the request is cancelled) and every device
+  // predecessor is enqueued (docs/architecture.md, "Host → device edges"). So no OpenCL command
+  // ever waits on an event the engine could fail, and every enqueued command completes without
+  // the host's help.
+  std::atomic<int> enqueue_unmet{0};   // predecessors still to end or be enqueued, +1 while arming
   bool streaming_armed = false;        // the streaming node has counted its device predecessors
 
   // Device side (written by the streaming node before anyone can read it through `finished`).
@@ -83,8 +84,8 @@ struct Request : std::enable_shared_from_this<Request> {
   bool watch_requested = false;        // a host-side consumer needs the completion callback
   bool watched = false;                // the callback is registered
   std::vector<RequestPtr> waiters;     // host-side consumers to release at completion
-  // Device requests not enqueued until this one has succeeded (a host request) or is enqueued (a
-  // device request). Cancelled with it if it fails first.
+  // Device requests waiting for this one to end (a host request) or be enqueued (a device
+  // request). If it fails first they are cancelled, once their other predecessors have ended.
   std::vector<RequestPtr> held;
   bool launched = false;               // device requests: enqueued, `held` released
   // Device commands whose wait list holds this request's event. If this request fails, OpenCL
