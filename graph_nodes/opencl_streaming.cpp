@@ -67,15 +67,19 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
 }  // namespace
 
 void Engine::enqueue(const RequestPtr& r) {
-  // r, then the commands its enqueue releases (they waited for r's event to exist), in order.
-  std::vector<RequestPtr> ready{r};
-  while (!ready.empty()) {
-    RequestPtr x = std::move(ready.back());
-    ready.pop_back();
+  // r, then the commands its enqueue releases (they waited for r's event to exist). `released`
+  // allocates only when there are some: this runs for every device request.
+  std::vector<RequestPtr> released;
+  for (RequestPtr x = r; x;) {
     try {
-      advance(x, ready);
+      advance(x, released);
     } catch (const std::exception& e) {
       fail_internally(x, "the streaming node", e);
+    }
+    x = nullptr;
+    if (!released.empty()) {
+      x = std::move(released.back());
+      released.pop_back();
     }
   }
   if (streaming_backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && policy == Policy::async)
@@ -129,7 +133,6 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
 
 void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
   std::vector<cl_event> wait_list;
-  std::vector<unsigned> wait_lanes;
   std::vector<RequestPtr> running;  // the predecessors whose events r waits on
   std::string cause;
   {
@@ -147,7 +150,6 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
       }
       if (p->finished) continue;  // done
       wait_list.push_back(e);
-      wait_lanes.push_back(p->lane);
       running.push_back(p);
     }
   }
@@ -155,6 +157,14 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     end_after_preds(r, Status::cancelled, std::move(cause));
     return;
   }
+  // OpenCL: a command may wait on another queue's event only once that queue was flushed.
+  auto flush_for_wait = [&](unsigned lane) {
+    if (lane != r->lane && flush_policy_.dirty(lane)) {
+      flush(lane);
+      flush_policy_.flushed(lane);
+    }
+  };
+  for (const auto& p : running) flush_for_wait(p->lane);
   if (r->kind == Kind::kernel && kernel_cache_guard_) {
     // docs/drivers.md, "One kernel, several launches at once": on PoCL < 7.0 two commands of one
     // kernel must not run at once, so each waits for the previous launch of its kernel.
@@ -164,17 +174,10 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
       clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
       if (status > CL_COMPLETE) {
         wait_list.push_back(it->second.event());
-        wait_lanes.push_back(it->second.lane);
+        flush_for_wait(it->second.lane);
       }
     }
   }
-
-  // OpenCL: a command may wait on another queue's event only once that queue was flushed.
-  for (unsigned lane : wait_lanes)
-    if (lane != r->lane && flush_policy_.dirty(lane)) {
-      flush(lane);
-      flush_policy_.flushed(lane);
-    }
 
   cl_command_queue q = queues[r->lane]();
   cl_event ev = nullptr;

@@ -3,6 +3,8 @@
 #include <hetflow/errors.hpp>
 
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 #include <sstream>
 
 namespace hetflow {
@@ -52,13 +54,18 @@ unsigned checked_kernel_queues(long n, const std::string& source) {
   return unsigned(n);
 }
 
-std::optional<Policy> env_policy() {
-  const char* v = raw("HETFLOW_POLICY");
+// A variable that takes one of a few words: the value of the word it holds.
+template <class T>
+std::optional<T> env_word(const char* name, std::initializer_list<std::pair<const char*, T>> words) {
+  const char* v = raw(name);
   if (!v) return std::nullopt;
-  const std::string s = v;
-  if (s == "async") return Policy::async;
-  if (s == "sync") return Policy::sync;
-  malformed("HETFLOW_POLICY", s);
+  for (const auto& [word, value] : words)
+    if (std::string(v) == word) return value;
+  malformed(name, v);
+}
+
+std::optional<Policy> env_policy() {
+  return env_word<Policy>("HETFLOW_POLICY", {{"async", Policy::async}, {"sync", Policy::sync}});
 }
 
 std::optional<unsigned> env_kernel_queues() {
@@ -71,12 +78,8 @@ std::optional<unsigned> env_kernel_queues() {
 }
 
 std::optional<QueueOrder> env_queue_order() {
-  const char* v = raw("HETFLOW_QUEUE_ORDER");
-  if (!v) return std::nullopt;
-  const std::string s = v;
-  if (s == "in-order") return QueueOrder::in_order;
-  if (s == "out-of-order") return QueueOrder::out_of_order;
-  malformed("HETFLOW_QUEUE_ORDER", s);
+  return env_word<QueueOrder>("HETFLOW_QUEUE_ORDER",
+                              {{"in-order", QueueOrder::in_order}, {"out-of-order", QueueOrder::out_of_order}});
 }
 
 std::optional<std::string> env_text(const char* name) {
@@ -95,22 +98,11 @@ std::vector<std::string> env_kernel_path() {
 }
 
 std::optional<int> env_log_level() {
-  const char* v = raw("HETFLOW_LOG");
-  if (!v) return std::nullopt;
-  static const char* const names[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
-  for (int i = 0; i < 7; ++i)
-    if (std::string(v) == names[i]) return i;
-  malformed("HETFLOW_LOG", v);
+  return env_word<int>("HETFLOW_LOG", {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warn", 3}, {"error", 4},
+                                       {"critical", 5}, {"off", 6}});
 }
 
-bool env_switch(const char* name) {
-  const char* v = raw(name);
-  if (!v) return false;
-  const std::string s = v;
-  if (s == "1") return true;
-  if (s == "0") return false;
-  malformed(name, s);
-}
+bool env_switch(const char* name) { return env_word<bool>(name, {{"1", true}, {"0", false}}).value_or(false); }
 
 }  // namespace detail
 

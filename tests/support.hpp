@@ -51,6 +51,18 @@ inline Interval interval(const std::vector<hetflow::RequestRecord>& recs, const 
 
 inline std::string policy_name(hetflow::Policy p) { return hetflow::to_string(p); }
 
+// A fresh tile through move_to, a kernel and move_from comes back right: the controller works.
+inline void check_still_works(hetflow::Controller& c) {
+  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto x = c.tile<float>(128, "after");
+  fill(x, 3.0f);
+  c.move_to(x);
+  c.launch(k, hetflow::Range(128), hetflow::io(x), 128, 2.0f);
+  c.move_from(x);
+  c.wait(x);
+  CHECK(all_equal(x, 7.0f));
+}
+
 // The set-up of the validation cases (docs/architecture.md): a recording controller and K(in a, out b), one
 // work-group copying a into b `repeat` passes long (kernels_cl/hetflow_test.cl: copy_loop).
 struct AppendixCase {

@@ -22,16 +22,7 @@ Kernel needs_8_kernel(Controller& c) {
                               "needs_8");
 }
 
-void check_still_works(Controller& c) {
-  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
-  auto x = c.tile<float>(128, "after");
-  test::fill(x, 3.0f);
-  c.move_to(x);
-  c.launch(k, Range(128), io(x), 128, 2.0f);
-  c.move_from(x);
-  c.wait(x);
-  CHECK(test::all_equal(x, 7.0f));
-}
+using test::check_still_works;
 
 template <class F>
 void check_usage_error(F&& submit, std::initializer_list<const char*> words) {

@@ -6,14 +6,22 @@
 
 #include "process.hpp"
 
-TEST_CASE("an outside project builds and runs against the installed package") {
-  namespace fs = std::filesystem;
-  const fs::path work = fs::path(HETFLOW_TEST_BINARY_DIR) / "install-test";
+namespace fs = std::filesystem;
+
+// Installs the build into a fresh <build>/<dir>/prefix and returns that prefix.
+std::string install_into(const std::string& dir) {
+  const fs::path work = fs::path(HETFLOW_TEST_BINARY_DIR) / dir;
   fs::remove_all(work);
   const std::string prefix = (work / "prefix").string();
   auto install = test::run_command("cmake --install " + std::string(HETFLOW_TEST_BINARY_DIR) + " --prefix " + prefix);
   INFO(install.output);
   REQUIRE(install.status == 0);
+  return prefix;
+}
+
+TEST_CASE("an outside project builds and runs against the installed package") {
+  const std::string prefix = install_into("install-test");
+  const fs::path work = fs::path(prefix).parent_path();
   CHECK(fs::exists(fs::path(prefix) / "include/hetflow/hetflow.hpp"));
   CHECK(fs::exists(fs::path(prefix) / "share/hetflow/kernels_cl/hetflow_test.cl"));
   CHECK(fs::exists(fs::path(prefix) / "share/doc/hetflow/docs/architecture.md"));
@@ -41,13 +49,7 @@ TEST_CASE("an outside project builds and runs against the installed package") {
 }
 
 TEST_CASE("the installed hetflow program runs from its prefix alone") {
-  namespace fs = std::filesystem;
-  const fs::path work = fs::path(HETFLOW_TEST_BINARY_DIR) / "install-cli-test";
-  fs::remove_all(work);
-  const std::string prefix = (work / "prefix").string();
-  auto install = test::run_command("cmake --install " + std::string(HETFLOW_TEST_BINARY_DIR) + " --prefix " + prefix);
-  INFO(install.output);
-  REQUIRE(install.status == 0);
+  const std::string prefix = install_into("install-cli-test");
   // No LD_LIBRARY_PATH and away from the build tree: the library must come from the prefix.
   const std::string env = "cd / && env -u LD_LIBRARY_PATH HETFLOW_KERNEL_PATH= ";
   auto devices = test::run_command(env + prefix + "/bin/hetflow devices");
