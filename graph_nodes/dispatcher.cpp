@@ -6,6 +6,11 @@
 #include "log.hpp"
 
 namespace hetflow::detail {
+void Engine::track_untracked(const RequestPtr& r) {
+  if (untracked_.size() >= 64) std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
+  untracked_.push_back(r);
+}
+
 void Engine::dispatch(const RequestPtr& r) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
   std::vector<RequestPtr>& preds = r->preds;
@@ -27,6 +32,7 @@ void Engine::dispatch(const RequestPtr& r) {
     case Kind::release:
       tracker_.outstanding(r->accesses.front().tile->id, done, preds);
       tracker_.forget(r->accesses.front().tile->id);
+      track_untracked(r);  // the tracker forgot its tile: wait_all still waits for the release
       arm_host_side(r);
       return;
     default:
@@ -41,10 +47,7 @@ void Engine::dispatch(const RequestPtr& r) {
       tracker_.access(a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot, done,
                       edge_scratch_);
   }
-  if (r->accesses.empty()) {
-    if (untracked_.size() >= 64) std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
-    untracked_.push_back(r);
-  }
+  if (r->accesses.empty()) track_untracked(r);
   for (const auto& e : edge_scratch_)
     if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(recording && is_done(e.from)))
       preds.push_back(e.from);

@@ -125,7 +125,8 @@ class Engine {
 
   // Owned by the dispatcher (serial): no lock.
   Tracker tracker_;
-  std::vector<RequestPtr> untracked_;  // requests with no tile access, for wait_all
+  std::vector<RequestPtr> untracked_;  // requests the tracker does not hold (no tile access, frees), for wait_all
+  void track_untracked(const RequestPtr& r);
   std::vector<Tracker::Edge> edge_scratch_;
 
   // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the

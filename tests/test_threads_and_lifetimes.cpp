@@ -29,6 +29,7 @@ TEST_CASE("free(t): requests submitted before it still use the tile; nothing aft
     CHECK_THROWS_WITH_AS(c.free(t), doctest::Contains("free"), UsageError);
     c.wait(sum);
     CHECK(sum[0] == 512.0f);
+    c.wait_all();  // covers the release itself
     // A host task that reaches a released tile through a captured handle it did not declare.
     c.host_task("late reader", [t] { (void)t.data(); });
     CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("tile 't' used after free"), RequestFailed);
