@@ -194,6 +194,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
   }
   if (driver.owns_lock()) driver.unlock();  // unlock() of a lock never taken throws
+  if (recording) r->enqueue_ns = now_ns();
   if (err != CL_SUCCESS) {
     end_after_preds(r, Status::failed, what + " failed: " + cl_error_name(err));
     return;

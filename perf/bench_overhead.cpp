@@ -8,6 +8,11 @@
 // times in dumps and traces). The blocking rows: the sync policy's 4-byte transfers against
 // blocking clEnqueue calls, and a launch followed by wait() against clEnqueueNDRangeKernel +
 // clWaitForEvents (the interactive round trip).
+// Last, where a blocking request's time goes: the same two patterns recorded (profiling off), both
+// with the engine's steps run by the submitting thread (the default) and by the flow graph's
+// workers (HETFLOW_DEBUG_STEPS_ON_WORKERS=1), split by the records' host times into submit →
+// enqueued (dispatcher and streaming steps, the enqueue call itself), enqueued → waiter released
+// (device, completion seen) and released → next submit (the caller waking and returning).
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
@@ -109,7 +114,8 @@ struct Native {
 };
 
 struct Hetflow {
-  explicit Hetflow(bool record, Policy policy = Policy::async) : c(options(record, policy)), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
+  explicit Hetflow(bool record, Policy policy = Policy::async) : Hetflow(options(record, policy)) {}
+  explicit Hetflow(const ControllerOptions& o) : c(o), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
     x[0] = 1.0f;
   }
   static ControllerOptions options(bool record, Policy policy) {
@@ -142,6 +148,36 @@ struct Hetflow {
   Kernel k;
   Tile<float> x;
 };
+
+// Medians, in µs, of the stages of `n` blocking requests (see the top of this file).
+struct Stages {
+  double to_enqueued = 0, to_released = 0, to_next = 0, total = 0;
+};
+
+Stages blocking_stages(bool on_workers, bool round_trip, int n) {
+  if (on_workers) setenv("HETFLOW_DEBUG_STEPS_ON_WORKERS", "1", 1);
+  ControllerOptions o = Hetflow::options(true, round_trip ? Policy::async : Policy::sync);
+  o.profiling = false;
+  Hetflow h(o);
+  unsetenv("HETFLOW_DEBUG_STEPS_ON_WORKERS");
+  if (round_trip)
+    h.round_trips(n);
+  else
+    h.transfers(n);
+  const auto records = h.c.records();
+  std::vector<double> a, b, c, t;
+  // Each device request is followed by its wait (sync's implicit one, or wait(x)).
+  for (std::size_t i = 0; i + 2 < records.size(); ++i) {
+    const auto &d = records[i], &w = records[i + 1], &next = records[i + 2];
+    if (d.kind == "wait" || w.kind != "wait" || next.kind == "wait" || d.enqueue_ns < 0) continue;
+    a.push_back(double(d.enqueue_ns - d.submit_ns) / 1e3);
+    b.push_back(double(w.end_ns - d.enqueue_ns) / 1e3);
+    c.push_back(double(next.submit_ns - w.end_ns) / 1e3);
+    t.push_back(double(next.submit_ns - d.submit_ns) / 1e3);
+  }
+  if (t.empty()) return {};
+  return {median(a), median(b), median(c), median(t)};
+}
 
 }  // namespace
 
@@ -184,5 +220,18 @@ int main(int argc, char** argv) {
   for (auto [name, v] : {std::pair{"sync: blocking 4-byte xfer", sync}, std::pair{"launch + wait round trip", trip}})
     std::printf("%-26s %10.2f %10.2f %8.2f %13s %13s %8s\n", name, us_blocking(v[0]), us_blocking(v[1]),
                 us_blocking(v[1]) - us_blocking(v[0]), "-", "-", "-");
+  std::printf("\nwhere a blocking request's time goes (median µs per request, %d requests, recorded without profiling)\n",
+              blocking_n);
+  std::printf("%-26s %-18s %10s %10s %10s %8s\n", "request", "engine steps on", "->enqueued", "->released", "->next",
+              "total");
+  for (bool round_trip : {false, true}) {
+    blocking_stages(false, round_trip, blocking_n);  // warm-up
+    for (bool on_workers : {false, true}) {
+      const Stages s = blocking_stages(on_workers, round_trip, blocking_n);
+      std::printf("%-26s %-18s %10.2f %10.2f %10.2f %8.2f\n",
+                  round_trip ? "launch + wait round trip" : "sync: blocking 4-byte xfer",
+                  on_workers ? "TBB workers" : "submitting thread", s.to_enqueued, s.to_released, s.to_next, s.total);
+    }
+  }
   return 0;
 }

@@ -59,7 +59,7 @@ ojson region_json(const Box& b, int dims) {
 ojson node_json(const RequestRecord& r) {
   return ojson{{"id", r.id},         {"kind", r.kind},           {"name", r.name},
                {"lane", r.lane},     {"submit_ns", r.submit_ns}, {"start_ns", r.start_ns},
-               {"end_ns", r.end_ns}, {"status", r.status},       {"error", r.error}};
+               {"end_ns", r.end_ns}, {"enqueue_ns", r.enqueue_ns}, {"status", r.status}, {"error", r.error}};
 }
 
 ojson edge_json(const EdgeRecord& e) {
@@ -236,6 +236,7 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
     r.submit_ns = int_field(n, "submit_ns", where);
     r.start_ns = int_field(n, "start_ns", where);
     r.end_ns = int_field(n, "end_ns", where);
+    if (n.contains("enqueue_ns")) r.enqueue_ns = int_field(n, "enqueue_ns", where);  // absent before 2026-11-23
     if (!index.emplace(r.id, records.size()).second) bad(where + ": id " + std::to_string(r.id) + " appears twice");
     records.push_back(std::move(r));
   }

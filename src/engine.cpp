@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "cl_call.hpp"
 #include "driver_lock.hpp"
@@ -79,19 +80,14 @@ Engine::Engine(const ControllerOptions& options)
       kernel_cache_guard_(kernel_cache_slot_.taken()),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
-                    try {
-                      dispatch(r);
-                    } catch (const std::exception& e) {
-                      // A node body that throws would leave the request pending for good.
-                      fail_internally(r, "the dispatcher", e);
-                      return;
-                    }
-                    if (on_device(r->kind)) {
-                      streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
-                      std::get<0>(ports).try_put(r);
-                    }
+                    dispatch_and_hand_on(r, &ports);
+                    dispatcher_pending_.fetch_sub(1, std::memory_order_acq_rel);
                   }),
-      streaming_(graph_, tbb::flow::serial, [this](const RequestPtr& r, Streaming::gateway_type&) { enqueue(r); }),
+      streaming_(graph_, tbb::flow::serial,
+                 [this](const RequestPtr& r, Streaming::gateway_type&) {
+                   std::lock_guard lock(streaming_mutex_);
+                   enqueue(r);
+                 }),
       host_(graph_, tbb::flow::unlimited,
             [this](const RequestPtr& r) {
               run_host(r);
@@ -116,6 +112,7 @@ Engine::Engine(const ControllerOptions& options)
   tracker_.keep_completed(recording);
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
   drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
+  steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count, out_of_order ? "out-of-order queues" : "in-order queues");
@@ -230,6 +227,30 @@ void Engine::refuse_blocking_inside_host_task(const std::string& what) const {
                    "this task wherever they share its tiles), or wait from outside the task.");
 }
 
+void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_type* ports) {
+  try {
+    dispatch(r);
+  } catch (const std::exception& e) {
+    // A node body that throws would leave the request pending for good.
+    fail_internally(r, "the dispatcher", e);
+    return;
+  }
+  if (!on_device(r->kind)) return;
+  // Counted before the hand-over: the streaming node flushes what it held back when it runs dry.
+  if (ports) {
+    streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
+    std::get<0>(*ports).try_put(r);
+    return;
+  }
+  if (streaming_backlog_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+    if (std::unique_lock lock(streaming_mutex_, std::try_to_lock); lock) {
+      enqueue(r);
+      return;
+    }
+  }
+  streaming_.try_put(r);
+}
+
 void Engine::submit(RequestPtr r) {
   if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait)
     refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
@@ -242,7 +263,18 @@ void Engine::submit(RequestPtr r) {
       std::lock_guard h(history_mutex_);
       history_.push_back(r);
     }
-    dispatcher_.try_put(r);
+    // When the dispatcher is idle (nothing queued or running: only this function feeds it, under
+    // this lock) the calling thread runs its step, and the streaming node's too if that is idle,
+    // instead of handing them to TBB workers: each hand-over between threads cost ~5-10 us on the
+    // 16-core GPU host (perf/RESULTS.md, "Blocking requests"), and a blocking request or a
+    // launch followed by a wait paid them all before the driver saw anything. A busy node keeps
+    // its place: then the request queues behind the work ahead, in program order.
+    if (steps_on_submitting_thread_ && dispatcher_pending_.load(std::memory_order_acquire) == 0) {
+      dispatch_and_hand_on(r, nullptr);
+    } else {
+      dispatcher_pending_.fetch_add(1, std::memory_order_relaxed);
+      dispatcher_.try_put(r);
+    }
   }
   if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait) {
     auto w = std::make_shared<Request>();
@@ -270,6 +302,22 @@ void Engine::wait_request(RequestPtr w) {
   std::unique_lock lock(raw->m);
   auto interval = std::chrono::microseconds(50);
   while (!raw->released) {
+    // First the device command, if one is enqueued: usually the wait needs nothing else (the
+    // submitting thread ran the steps itself, Engine::submit), and blocking in the driver is the
+    // shortest way back.
+    if (RequestPtr p = blocking_candidate(*raw)) {
+      lock.unlock();
+      cl_event ev = p->event.load();
+      cl_int err = CL_SUCCESS;
+      if (!ended_within(ev, std::chrono::microseconds(50))) {
+        auto driver = driver_lock();
+        err = clWaitForEvents(1, &ev);
+      }
+      on_device_complete(p);  // reads the command's own status, failures included
+      lock.lock();
+      // Any other error leaves the command running: help, poll and sleep as below rather than spin.
+      if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) continue;
+    }
     lock.unlock();
     // One helper at a time: graph::wait_for_all() writes the graph's own flags on return, so two
     // threads in it at once race (ThreadSanitizer); the others sleep below while one helps.
@@ -277,22 +325,25 @@ void Engine::wait_request(RequestPtr w) {
     poll_watched();
     lock.lock();
     if (raw->released) break;
-    if (RequestPtr p = blocking_candidate(*raw)) {
-      lock.unlock();
-      cl_event ev = p->event.load();
-      cl_int err = CL_SUCCESS;
-      {
-        auto driver = driver_lock();
-        err = clWaitForEvents(1, &ev);
-      }
-      on_device_complete(p);  // reads the command's own status, failures included
-      lock.lock();
-      // Any other error leaves the command running: poll and sleep as below rather than spin.
-      if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) continue;
-    }
+    if (blocking_candidate(*raw)) continue;  // enqueued meanwhile: block on it above
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+bool Engine::ended_within(cl_event ev, std::chrono::microseconds spin) {
+  // A short command ends within microseconds, while a thread blocked in clWaitForEvents may take
+  // tens of them to wake (PoCL 3.1: ~40 us, perf/RESULTS.md "Blocking requests"), so the waiting
+  // thread first watches the status for a moment, yielding its core to the runtime's own threads.
+  const auto until = std::chrono::steady_clock::now() + spin;
+  do {
+    cl_int status = CL_QUEUED;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS)
+      return false;
+    if (status <= CL_COMPLETE) return true;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
 }
 
 RequestPtr Engine::blocking_candidate(Request& w) {
@@ -303,6 +354,25 @@ RequestPtr Engine::blocking_candidate(Request& w) {
   for (const auto& p : w.device_preds)
     if (p->event.load()) return p;
   return nullptr;
+}
+
+void Engine::record_failure(Request& r, Status s) {
+  Failure f;
+  f.report.id = r.id;
+  f.report.kind = to_string(r.kind);
+  f.report.name = r.name;
+  f.report.cancelled = s == Status::cancelled;
+  f.report.cause = r.error;
+  f.report.exception = r.exception;
+  for (const auto& a : r.accesses) {
+    f.tiles.push_back(a.tile->id);
+    if (std::find(f.report.tiles.begin(), f.report.tiles.end(), a.tile->name) == f.report.tiles.end())
+      f.report.tiles.push_back(a.tile->name);
+  }
+  f.request = r.shared_from_this();
+  log().warn("request #{} {} '{}' {}: {}", r.id, f.report.kind, r.name, to_string(s), r.error);
+  std::lock_guard lock(failures_mutex_);  // after r.m, never before it
+  failures_.push_back(std::move(f));
 }
 
 namespace {
@@ -360,27 +430,12 @@ void Engine::finish(Request& r, Status s, std::string error) {
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
     held.swap(r.held);
+    // Listed before `finished` can be seen: a wait dispatched from now on counts r as ended and
+    // takes its failures at once, so r's must already be there.
+    if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
   }
   r.done_flag.store(true, std::memory_order_release);
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
-  if (s != Status::done && r.kind != Kind::wait) {
-    Failure f;
-    f.report.id = r.id;
-    f.report.kind = to_string(r.kind);
-    f.report.name = r.name;
-    f.report.cancelled = s == Status::cancelled;
-    f.report.cause = r.error;
-    f.report.exception = r.exception;
-    for (const auto& a : r.accesses) {
-      f.tiles.push_back(a.tile->id);
-      if (std::find(f.report.tiles.begin(), f.report.tiles.end(), a.tile->name) == f.report.tiles.end())
-        f.report.tiles.push_back(a.tile->name);
-    }
-    f.request = r.shared_from_this();
-    log().warn("request #{} {} '{}' {}: {}", r.id, f.report.kind, r.name, to_string(s), r.error);
-    std::lock_guard lock(failures_mutex_);
-    failures_.push_back(std::move(f));
-  }
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   if (s == Status::done) {
     for (const auto& h : held) release_held(h, nullptr);

@@ -83,12 +83,17 @@ class Engine {
     std::vector<std::uint64_t> tiles;
   };
   std::vector<Failure> take_failures(const TileState* tile);  // null = all
+  void record_failure(Request& r, Status s);  // under r.m
 
   using Tracker = DependencyTracker<RequestPtr>;
   using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
   using Streaming = tbb::flow::async_node<RequestPtr, RequestPtr>;
   using HostNode = tbb::flow::function_node<RequestPtr, tbb::flow::continue_msg>;
   using Receiver = tbb::flow::function_node<RequestPtr, tbb::flow::continue_msg>;
+  // The dispatcher's whole step for r: hazards, then a device request on to the streaming node,
+  // through the node's port (its body) or, from a submitting thread (no ports), by running the
+  // streaming step right here when that node is idle.
+  void dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_type* ports);
 
  private:
   void wait_request(RequestPtr w);
@@ -96,6 +101,7 @@ class Engine {
   // runs the task: a UsageError saying so instead of a hang.
   void refuse_blocking_inside_host_task(const std::string& what) const;
   RequestPtr blocking_candidate(Request& wait);  // a pending device command safe to block on
+  static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // The streaming node's steps (opencl_streaming.cpp): count what r waits for, enqueue it once
   // nothing is left, and hand on the requests held back behind it.
   void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
@@ -118,19 +124,28 @@ class Engine {
   cl::CommandQueue service_queue_;  // maps and unmaps host images, so they never queue behind transfers
 
   std::mutex submit_mutex_;
+  // Requests put to the dispatcher node and not yet through its body (under submit_mutex_ only
+  // submit() adds to it). At zero the node is idle, so the submitting thread may run the
+  // dispatcher's step itself (Engine::submit).
+  std::atomic<std::size_t> dispatcher_pending_{0};
+  // The streaming node's body holds it; so does a submitting thread that runs the streaming step
+  // itself while the node is idle. Everything "owned by the streaming node" below is under it.
+  std::mutex streaming_mutex_;
   std::mutex helper_mutex_;  // held by the one waiting thread that runs graph tasks (wait_request)
   std::uint64_t next_id_ = 1;
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
 
-  // Owned by the dispatcher (serial): no lock.
+  // Owned by the dispatcher step (the node's serial body, or a submitting thread while the node is
+  // idle, under submit_mutex_): no lock of its own.
   Tracker tracker_;
   std::vector<RequestPtr> untracked_;  // requests the tracker does not hold (no tile access, frees), for wait_all
   void track_untracked(const RequestPtr& r);
   std::vector<Tracker::Edge> edge_scratch_;
 
-  // Owned by the streaming node (serial): no lock. The dispatcher counts what it hands over, so the
-  // streaming node knows when it ran dry and flushes what it held back.
+  // Owned by the streaming step (the node's body, or a submitting thread while the node is idle),
+  // under streaming_mutex_. The dispatcher counts what it hands over, so the streaming step knows
+  // when it ran dry and flushes what it held back.
   FlushPolicy flush_policy_;
   std::atomic<std::size_t> streaming_backlog_{0};
   // PoCL < 7.0 (docs/drivers.md): launches of one kernel are chained, and this controller's
@@ -160,6 +175,7 @@ class Engine {
   };
   std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
   bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
+  bool steps_on_submitting_thread_ = true;  // unless HETFLOW_DEBUG_STEPS_ON_WORKERS
 
   // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while
   // callbacks and workers keep putting messages (without the trait it does, on return).

@@ -20,6 +20,7 @@ std::vector<RequestRecord> Engine::records() const {
     rec.submit_ns = r->submit_ns;
     rec.start_ns = r->start_ns;
     rec.end_ns = r->end_ns;
+    rec.enqueue_ns = r->enqueue_ns;
     rec.in_edges = r->edges;
     Status s = r->status.load();
     cl_event ev = r->event.load();

@@ -108,7 +108,7 @@ struct Request : std::enable_shared_from_this<Request> {
   std::vector<RequestPtr> device_preds;  // wait requests: device commands still pending at arming
 
   // Recording (dumps, traces).
-  std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
+  std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1, enqueue_ns = -1;
   std::string worker;                  // host tasks: which worker ran it
   std::vector<EdgeRecord> edges;
 

@@ -28,6 +28,9 @@ const std::vector<Setting>& environment_settings() {
        "fault injection for tests: ignore every OpenCL completion callback (progress from polling alone)"},
       {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "0 | 1", "0",
        "fault injection for tests: drop the guard against PoCL < 7.0's kernel-cache bug (docs/drivers.md)"},
+      {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "0 | 1", "0",
+       "for tests and benchmarks: dispatch and enqueue every request on the flow graph's workers, never on the "
+       "submitting thread"},
   };
   return list;
 }
@@ -113,6 +116,7 @@ void check_environment() {
   detail::env_log_level();
   detail::env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   detail::env_switch("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE");
+  detail::env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
 }
 
 }  // namespace hetflow

@@ -72,6 +72,7 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
     ojson args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
     if (!r.error.empty()) args["error"] = r.error;
     if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
+    if (r.enqueue_ns >= 0) args["enqueue_ns"] = r.enqueue_ns;
     slices.push_back(ojson{{"ph", "X"}, {"name", r.name}, {"cat", r.kind}, {"pid", trace_pid}, {"tid", tid},
                           {"ts", to_us(iv->start_ns)}, {"dur", to_us(iv->length())}, {"args", std::move(args)}});
   }

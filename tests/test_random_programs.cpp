@@ -937,6 +937,17 @@ TEST_CASE("random programs with failing host tasks: async, 2 kernel queues, out 
 }
 TEST_CASE("random programs with failing host tasks: sync") { run_config({Policy::sync, 1, true}, 10'000'000, 500); }
 
+// A submitting thread runs the dispatcher's and the streaming node's steps itself while they are
+// idle (docs/architecture.md, "The flow of a request"), so one thread submitting, as here, mostly
+// takes that path. The nodes' own path, on TBB workers, must stay as right: every request on it.
+TEST_CASE("random programs: every step on the flow graph's workers") {
+  ::setenv("HETFLOW_DEBUG_STEPS_ON_WORKERS", "1", 1);
+  run_config({Policy::async, 3}, 11'000'000, 1000);
+  run_config({Policy::async, 2, true, hetflow::QueueOrder::out_of_order}, 12'000'000, 500);
+  run_config({Policy::sync, 1, true}, 13'000'000, 300);
+  ::unsetenv("HETFLOW_DEBUG_STEPS_ON_WORKERS");
+}
+
 // Completion must never depend on callbacks alone: NVIDIA's arrive milliseconds late, PoCL's never
 // come for a command that failed. HETFLOW_DEBUG_DROP_CALLBACKS makes the engine ignore them all, so
 // waits and host tasks progress only through polling and the waiting thread's help. Without that
@@ -1067,7 +1078,8 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
                                  Run{Policy::sync, hetflow::QueueOrder::in_order, "in-order"}};
   for (const Run& run : runs) {
     CAPTURE(test::policy_name(run.policy));
-    CAPTURE(run.order_name);
+    const std::string order = run.order_name;
+    CAPTURE(order);
     auto opts = test::options(run.policy, 1);
     opts.record = false;
     opts.queue_order = run.order;
@@ -1087,6 +1099,7 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
         FAIL("the failing host task was not reported");
       } catch (const hetflow::RequestFailed& e) {
         const std::string msg = e.what();
+        CAPTURE(msg);
         CHECK(msg.find("no data") != std::string::npos);
         if (msg.find("move_to(z)") != std::string::npos) ++spurious;
       }

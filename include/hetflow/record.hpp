@@ -30,6 +30,10 @@ struct RequestRecord {
   std::string status;  // done, failed, cancelled, pending
   std::string error;
   std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
+  // Device commands: when it was handed to the driver (host clock). Between submit and enqueue it
+  // waited for its predecessors on the host side or for the engine; between enqueue and start, in
+  // the driver's queue.
+  std::int64_t enqueue_ns = -1;
   std::vector<EdgeRecord> in_edges;
 };
 
