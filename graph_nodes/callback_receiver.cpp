@@ -1,18 +1,72 @@
 // The callback receiver: a device command a host-side consumer waits for has completed (its
 // clSetEventCallback fired and the gateway put it here, or a poll or a blocking wait saw it end).
 // Records the outcome, which releases the host tasks and waits that depended on it.
+#include <algorithm>
+#include <unordered_set>
+
 #include "engine.hpp"
 
 namespace hetflow::detail {
 
 void Engine::on_device_complete(const RequestPtr& r) {
-  cl_int status = CL_COMPLETE;
-  clGetEventInfo(r->event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  const cl_int status = command_status(*r);
   if (status > CL_COMPLETE) return;  // still queued or running (a wait that returned on an error)
   finish_device(*r, status);
 }
 
+void Engine::settle_running_preds(Request& r) {
+  // Every predecessor r waited on has ended by now (the driver ran r after them), but the engine
+  // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r
+  // (through its device_dependants) before r could be reported done. Iterative: a long chain of
+  // unobserved commands must not become a deep recursion.
+  std::vector<RequestPtr> unsettled, stack;
+  {
+    std::lock_guard lock(r.m);
+    for (const auto& p : r.running_preds)
+      if (!p->done_flag.load(std::memory_order_acquire)) stack.push_back(p);  // usually none: no allocation
+  }
+  if (stack.empty()) return;
+  std::unordered_set<const Request*> seen;  // a DAG: without it, fan-in makes the walk exponential
+  while (!stack.empty()) {
+    RequestPtr p = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(p.get()).second) continue;
+    std::lock_guard lock(p->m);
+    if (p->finished) continue;
+    unsettled.push_back(p);
+    for (const auto& q : p->running_preds)
+      if (!q->done_flag.load(std::memory_order_acquire) && !seen.count(q.get())) stack.push_back(q);
+  }
+  std::sort(unsettled.begin(), unsettled.end(), [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
+  for (const auto& p : unsettled) {
+    const cl_int s = command_status(*p);
+    if (s <= CL_COMPLETE) finish_outcome(*p, s);
+  }
+}
+
 void Engine::finish_device(Request& r, cl_int status) {
+  settle_running_preds(r);
+  // A predecessor that failed cancels r through its device_dependants, but its finish may still be
+  // on its way there on another thread: r's outcome follows from theirs here too.
+  std::string cause;
+  {
+    std::lock_guard lock(r.m);
+    for (const auto& p : r.running_preds) {
+      const Status s = p->status.load(std::memory_order_acquire);
+      if (s == Status::failed || s == Status::cancelled) {
+        cause = dependency_cause(*p, s);
+        break;
+      }
+    }
+  }
+  if (!cause.empty()) {
+    finish(r, Status::cancelled, "not run: " + cause);
+    return;
+  }
+  finish_outcome(r, status);
+}
+
+void Engine::finish_outcome(Request& r, cl_int status) {
   if (status == CL_COMPLETE) {
     finish(r, Status::done);
     return;
@@ -21,6 +75,7 @@ void Engine::finish_device(Request& r, cl_int status) {
   // with CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST or a bare -1, which is not CL_DEVICE_NOT_FOUND
   // here, whatever the error table says.
   const bool inherited = status == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST || status == -1;
+  if (!inherited) note_fault(r, status, "ended with");  // before anyone waiting on r can go on
   finish(r, Status::failed,
          std::string("the OpenCL command ended with ") +
              (status == -1 ? std::string("status -1") : std::string(cl_error_name(status))) +

@@ -196,6 +196,7 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   if (driver.owns_lock()) driver.unlock();  // unlock() of a lock never taken throws
   if (recording) r->enqueue_ns = now_ns();
   if (err != CL_SUCCESS) {
+    note_fault(*r, err, ("was refused: " + what + " failed with").c_str());
     end_after_preds(r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
   }
@@ -208,6 +209,10 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
       p->device_dependants.push_back(r);
     else if (p->status.load() != Status::done && failed_pred.empty())
       failed_pred = dependency_cause(*p, p->status.load());
+  }
+  {
+    std::lock_guard lock(r->m);
+    r->running_preds = std::move(running);
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);

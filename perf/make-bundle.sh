@@ -12,13 +12,14 @@ cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
 cp "$build"/bin/hetflow "$build"/bin/bench_* "$dir/bin/"
-[ -x "$build/bin/banded_heat" ] && cp "$build/bin/banded_heat" "$dir/bin/"
-for t in test_appendix_a test_errors test_random_programs test_soak test_tracker test_concurrent_launches test_threads_and_lifetimes; do
+for p in banded_heat device_fault device_memory; do [ -x "$build/bin/$p" ] && cp "$build/bin/$p" "$dir/bin/"; done
+for t in test_appendix_a test_errors test_random_programs test_soak test_tracker test_concurrent_launches test_threads_and_lifetimes test_device_faults; do
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" "$dir/bin/"
 done
-# The plain-OpenCL reproducer of PoCL's kernel-cache bug (docs/drivers.md), where it exists.
-race="$root/tools/drivers/pocl_dlhandle_race.c"
-[ -f "$race" ] && cc -O2 "$race" -lOpenCL -o "$dir/bin/pocl_dlhandle_race"
+# The plain-OpenCL driver probes (tools/drivers/, docs/drivers.md), where they exist.
+for c in pocl_dlhandle_race device_fault_probe; do
+  [ -f "$root/tools/drivers/$c.c" ] && cc -O2 "$root/tools/drivers/$c.c" -lOpenCL -o "$dir/bin/$c"
+done
 cp -r "$root/kernels_cl" "$dir/kernels_cl"
 cp -L "$build"/libhetflow.so.* "$dir/lib/"
 bash "$root/tools/bundle-runtime.sh" "$dir" "$dir"/bin/* >/dev/null

@@ -40,6 +40,12 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run errors $B/bin/test_errors
   run random $B/bin/test_random_programs
   run threads $B/bin/test_threads_and_lifetimes
+  # Device faults (docs/drivers.md): injected, in-process; then real ones, one process each.
+  run faults_injected $B/bin/test_device_faults --test-case-exclude="*process of its own*"
+  for cfg in "async 1" "async 3" "sync 1"; do run "device_fault_${cfg// /_}" $B/bin/device_fault $cfg; done
+  HETFLOW_DEBUG_STEPS_ON_WORKERS=1 run device_fault_on_workers $B/bin/device_fault async 1
+  run device_memory $B/bin/device_memory 4 64
+  [ -x $B/bin/device_fault_probe ] && run device_fault_probe $B/bin/device_fault_probe wait
   # The host's PoCL (5.0, 16 cores): the kernel-cache guard (docs/drivers.md).
   export HETFLOW_DEVICE=portable
   run pocl_concurrent $B/bin/test_concurrent_launches

@@ -112,6 +112,7 @@ Engine::Engine(const ControllerOptions& options)
   tracker_.keep_completed(recording);
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
   drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
+  fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}", choice.device.name, choice.reason,
@@ -184,6 +185,7 @@ std::string Engine::lane_name(const Request& r) const {
 
 std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t elem_size, const char* elem_type,
                                              std::string name, bool device_only) {
+  throw_if_lost();
   check_tile_size(extent, elem_size, name.empty() ? std::string("(unnamed)") : name, choice.device);
   auto s = std::make_shared<TileState>();
   {
@@ -252,6 +254,7 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 }
 
 void Engine::submit(RequestPtr r) {
+  if (r->kind != Kind::wait) throw_if_lost();
   if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait)
     refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   {
@@ -338,8 +341,9 @@ bool Engine::ended_within(cl_event ev, std::chrono::microseconds spin) {
   const auto until = std::chrono::steady_clock::now() + spin;
   do {
     cl_int status = CL_QUEUED;
+    // A failing query is the driver reporting a fault (Engine::command_status): ended.
     if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS)
-      return false;
+      return true;
     if (status <= CL_COMPLETE) return true;
     std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < until);
@@ -391,6 +395,7 @@ void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   w->wait_tile = tile;
   wait_request(w);
   if (auto fs = take_failures(tile.get()); !fs.empty()) throw reported(std::move(fs));
+  throw_if_lost();
 }
 
 void Engine::wait_all() {
@@ -400,6 +405,7 @@ void Engine::wait_all() {
   w->name = "wait_all";
   wait_request(w);
   if (auto fs = take_failures(nullptr); !fs.empty()) throw reported(std::move(fs));
+  throw_if_lost();
 }
 
 std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
@@ -430,6 +436,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
     held.swap(r.held);
+    r.running_preds.clear();
     // Listed before `finished` can be seen: a wait dispatched from now on counts r as ended and
     // takes its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
@@ -560,9 +567,7 @@ void Engine::poll_watched() {
     std::lock_guard lock(watched_mutex_);
     std::erase_if(watched_, [&](const RequestPtr& r) {
       if (r->done_flag.load(std::memory_order_acquire)) return true;
-      cl_int status = CL_QUEUED;
-      clGetEventInfo(r->event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-      if (status > CL_COMPLETE) return false;
+      if (command_status(*r) > CL_COMPLETE) return false;
       ended.push_back(r);
       return true;
     });
@@ -596,10 +601,8 @@ bool Engine::is_done(const RequestPtr& r) {
   if (r->done_flag.load(std::memory_order_acquire))
     return r->status.load() == Status::done || r->reported.load(std::memory_order_acquire);
   if (!on_device(r->kind)) return false;
-  cl_event ev = r->event.load();
-  if (!ev) return false;
-  cl_int status = CL_QUEUED;
-  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS) return false;
+  if (!r->event.load()) return false;
+  const cl_int status = command_status(*r);
   if (status > CL_COMPLETE) return false;
   finish_device(*r, status);
   return status == CL_COMPLETE;

@@ -60,6 +60,13 @@ class Engine {
   void enqueue(const RequestPtr& r);         // opencl_streaming.cpp
   void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
   void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
+  void settle_running_preds(Request& r);          // first the outcomes of what it waited on
+  void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
+  // device_faults.cpp: a command's status, a driver's fault report included (CL_QUEUED ...
+  // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
+  cl_int command_status(const Request& r);
+  void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
+  void throw_if_lost() const;  // DeviceLost naming the first fault
   void run_host(const RequestPtr& r);        // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
   // An exception escaped the engine's own code in a node body: fail the request rather than leave
@@ -175,6 +182,12 @@ class Engine {
   };
   std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
   bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
+  std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
+  std::atomic<bool> injected_fault_{false};
+  // Set once a fault took the context with it; every later request, tile and wait throws DeviceLost.
+  std::atomic<bool> lost_{false};
+  mutable std::mutex lost_mutex_;
+  std::string lost_message_;
   bool steps_on_submitting_thread_ = true;  // unless HETFLOW_DEBUG_STEPS_ON_WORKERS
 
   // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while

@@ -26,7 +26,7 @@ std::vector<RequestRecord> Engine::records() const {
     cl_event ev = r->event.load();
     if (ev) {
       cl_int st = CL_QUEUED;
-      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);
+      if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
       if (s == Status::pending && st == CL_COMPLETE) s = Status::done;
       if (s == Status::pending && st < 0) s = Status::failed;
       if (profiling && st == CL_COMPLETE) {

@@ -92,6 +92,10 @@ struct Request : std::enable_shared_from_this<Request> {
   // terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).
   std::vector<RequestPtr> device_dependants;
+  // The other side: the predecessors in r's own wait list that had not ended at its enqueue. r's
+  // outcome is settled only after theirs (Engine::finish_device): a command that ran after one
+  // that faulted may itself report success over garbage.
+  std::vector<RequestPtr> running_preds;
   std::atomic<Status> status{Status::pending};
   std::atomic<bool> done_flag{false};  // lock-free read of `finished`
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.

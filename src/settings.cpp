@@ -31,6 +31,9 @@ const std::vector<Setting>& environment_settings() {
       {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "0 | 1", "0",
        "for tests and benchmarks: dispatch and enqueue every request on the flow graph's workers, never on the "
        "submitting thread"},
+      {"HETFLOW_DEBUG_FAULT_KERNEL", "a kernel name", "none",
+       "fault injection for tests: launches of that kernel end as if the device faulted and took the context "
+       "with it (docs/drivers.md, \"Device faults\")"},
   };
   return list;
 }

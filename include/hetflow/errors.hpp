@@ -67,6 +67,15 @@ struct RequestFailed : Error {
   std::vector<FailedRequest> failures_;
 };
 
+// The controller's device context is gone: a device command faulted (a kernel wrote out of bounds,
+// say) and the driver invalidated the context (NVIDIA does), so nothing more can run on it. Every
+// request, tile and wait of that controller throws this from then on; what() names the first
+// fault. Host images of its tiles stay readable; the destructor returns. Make a new Controller
+// (docs/drivers.md, "Device faults").
+struct DeviceLost : Error {
+  using Error::Error;
+};
+
 // The symbolic name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), or "CL_ERROR(<n>)".
 const char* cl_error_name(cl_int code);
 

@@ -1,0 +1,148 @@
+// Device faults (docs/drivers.md, "Device faults"): a kernel that faults is a failed request whose
+// dependants are cancelled, however its completion is seen; a fault that takes the context with it
+// leaves the controller lost — every later request, tile and wait throws DeviceLost naming the
+// fault — with host data intact and a destructor that returns. On PoCL (CI) a faulting kernel
+// would kill the process, so HETFLOW_DEBUG_FAULT_KERNEL plays the driver's part: launches of the
+// named kernel end with NVIDIA's fault status and the context probe fails. perf/run-gpu.sh runs
+// tests/programs/device_fault_main.cpp with a real fault on the H200.
+#include <cstdlib>
+
+#include "process.hpp"
+#include "support.hpp"
+
+using namespace hetflow;
+
+namespace {
+
+struct InjectedFault {
+  InjectedFault() { ::setenv("HETFLOW_DEBUG_FAULT_KERNEL", "oob", 1); }
+  ~InjectedFault() { ::unsetenv("HETFLOW_DEBUG_FAULT_KERNEL"); }
+};
+
+Kernel oob_kernel(Controller& c) {
+  // In bounds: the injection fakes the fault (a real one would crash PoCL's CPU device).
+  return c.kernel_from_source("kernel void oob(global int* x) { x[get_global_id(0) % 10] = 1; }", "oob");
+}
+
+template <class F>
+void check_lost(F&& f, const char* what) {
+  CAPTURE(what);
+  try {
+    f();
+    FAIL("no DeviceLost");
+  } catch (const DeviceLost& e) {
+    const std::string m = e.what();
+    CHECK(m.find("'oob'") != std::string::npos);
+    CHECK(m.find("Make a new Controller") != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a faulting kernel, in a process of its own per configuration: reported, controller lost, a new one works") {
+  const char* configs[] = {"async 1", "async 3", "sync 1"};
+  const char* paths[] = {"", "HETFLOW_DEBUG_STEPS_ON_WORKERS=1 ", "HETFLOW_DEBUG_DROP_CALLBACKS=1 "};
+  for (const char* path : paths)
+    for (const char* cfg : configs) {
+      const std::string command = std::string("HETFLOW_DEBUG_FAULT_KERNEL=oob ") + path + HETFLOW_DEVICE_FAULT_PATH + " " + cfg;
+      CAPTURE(command);
+      const auto r = test::run_command(command);
+      INFO(r.output);
+      CHECK(r.status == 0);
+      CHECK(r.output.find("device_fault: all as documented") != std::string::npos);
+    }
+}
+
+TEST_CASE("a fault is seen however completion arrives: a host task waiting on it, a blocking wait, polling alone") {
+  InjectedFault fault;
+  for (Policy p : {Policy::async, Policy::sync})
+    for (bool drop_callbacks : {false, true}) {
+      CAPTURE(test::policy_name(p));
+      CAPTURE(drop_callbacks);
+      if (drop_callbacks) ::setenv("HETFLOW_DEBUG_DROP_CALLBACKS", "1", 1);
+      {
+        Controller c(test::options(p));
+        auto k = oob_kernel(c);
+        auto x = c.tile<int>(10, "x"), y = c.tile<int>(10, "y");
+        test::fill(y, 3);
+        c.launch(k, Range(10), out(x));
+        c.move_from(x);
+        bool ran = false, refused = false;
+        try {
+          c.host_task("reads x", [&ran] { ran = true; }, in(x));  // waits for the D2H, which waited for the kernel
+        } catch (const DeviceLost&) {
+          // Under sync move_from blocked until the fault was seen; under async the engine may have
+          // seen it already (a poll, a pruning of finished accesses).
+          refused = true;
+        }
+        if (p == Policy::sync) CHECK(refused);
+        try {
+          c.wait(x);
+          FAIL("wait(x) returned normally after the fault");
+        } catch (const RequestFailed& e) {
+          bool kernel_failed = false, d2h_cancelled = false, host_cancelled = false;
+          for (const auto& f : e.failures()) {
+            kernel_failed |= f.name == "oob" && !f.cancelled && f.cause.find("CL_ERROR(-9999)") != std::string::npos;
+            d2h_cancelled |= f.name == "move_from(x)" && f.cancelled;
+            host_cancelled |= f.name == "reads x" && f.cancelled;
+          }
+          CHECK(kernel_failed);
+          CHECK(d2h_cancelled);
+          CHECK(host_cancelled != refused);
+        }
+        CHECK_FALSE(ran);
+        check_lost([&] { c.move_to(y); }, "move_to after the fault");
+        CHECK(test::all_equal(y, 3));
+      }
+      ::unsetenv("HETFLOW_DEBUG_DROP_CALLBACKS");
+    }
+}
+
+TEST_CASE("a lost controller refuses every request, tile and wait at once, and loses no host data") {
+  InjectedFault fault;
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p, 3));
+    auto k = oob_kernel(c);
+    auto x = c.tile<int>(10, "x"), kept = c.tile<int>(10, "kept");
+    c.host_task("writes kept", [kept]() mutable { for (int i = 0; i < 10; ++i) kept[i] = 100 + i; }, out(kept));
+    c.launch(k, Range(10), out(x));
+    c.move_from(x);
+    CHECK_THROWS_AS(c.wait_all(), RequestFailed);  // the fault itself, once
+    check_lost([&] { c.move_to(kept); }, "move_to");
+    check_lost([&] { c.move_from(x); }, "move_from");
+    check_lost([&] { c.launch(k, Range(10), out(x)); }, "launch");
+    check_lost([&] { c.host_task("h", [] {}, in(kept)); }, "host_task");
+    check_lost([&] { (void)c.tile<int>(10, "late"); }, "tile");
+    check_lost([&] { (void)c.device_tile<int>(10, "late"); }, "device_tile");
+    check_lost([&] { c.wait(kept); }, "wait");
+    check_lost([&] { c.wait_all(); }, "wait_all");
+    for (int i = 0; i < 10; ++i) CHECK(kept[i] == 100 + i);
+  }  // destructors return
+  Controller fresh(test::options(Policy::async));
+  auto f = fresh.kernel_from_source("kernel void fill(global int* x) { x[get_global_id(0)] = 5; }", "fill");
+  auto z = fresh.tile<int>(100, "z");
+  fresh.launch(f, Range(100), out(z));
+  fresh.move_from(z);
+  fresh.wait_all();
+  CHECK(test::all_equal(z, 5));
+}
+
+TEST_CASE("a command after a faulting one on the device, whose own status is fine, is cancelled, not done") {
+  // The driver ran the D2H after the kernel; the engine must not report data a faulted kernel
+  // left behind as a success, whatever order it learns the two outcomes in.
+  InjectedFault fault;
+  Controller c(test::options(Policy::async));
+  auto k = oob_kernel(c);
+  auto x = c.tile<int>(10, "x");
+  c.launch(k, Range(10), out(x));
+  c.move_from(x);
+  try {
+    c.wait(x);  // blocks on the D2H, the newest command: the kernel's outcome is settled first
+    FAIL("wait(x) returned normally");
+  } catch (const RequestFailed& e) {
+    bool d2h_cancelled = false;
+    for (const auto& f : e.failures()) d2h_cancelled |= f.name == "move_from(x)" && f.cancelled;
+    CHECK(d2h_cancelled);
+  }
+}
