@@ -605,7 +605,9 @@ bool Engine::is_done(const RequestPtr& r) {
   const cl_int status = command_status(*r);
   if (status > CL_COMPLETE) return false;
   finish_device(*r, status);
-  return status == CL_COMPLETE;
+  // Its own status is not the outcome: it may have been cancelled after a predecessor that failed
+  // (Engine::finish_device), and a failed request stays a hazard until reported.
+  return r->status.load() == Status::done;
 }
 
 std::size_t Engine::tracked_accesses() const {

@@ -33,10 +33,12 @@ cmake --build "$build" -j "$jobs"
 if [ "$mode" = demo ]; then
   exec "$build/bin/hetflow" run sobel
 fi
-# First the sanitizer build of the engine's lifetime, thread and failure tests (HETFLOW_SANITIZERS=0
-# skips it), then the whole suite, whose closing line is the run's.
+# First the sanitizer builds of the engine's lifetime, thread and failure tests — ASan+UBSan, then
+# TSan with an instrumented oneTBB (HETFLOW_SANITIZERS=0 skips both) — then the whole suite, whose
+# closing line is the run's.
 if [ "${HETFLOW_SANITIZERS:-1}" != 0 ]; then
   bash "$root/tools/sanitize.sh"
+  bash "$root/tools/tsan.sh"
 fi
 # Serially: the overlap tests read OpenCL profiling times on a CPU device, which other test
 # processes would starve.

@@ -3,8 +3,7 @@
 # checking on) and UndefinedBehaviorSanitizer, any report failing the run. Called by
 # tools/bootstrap.sh test (so by CI) before the main suite; alone: bash tools/sanitize.sh.
 # Reduced counts of random programs keep it within a few minutes on 2 cores.
-# ThreadSanitizer is not run here: Debian's prebuilt libtbb is not instrumented, so TSan reports
-# its internal hand-offs as races (docs/architecture.md, "Threads and sanitizers").
+# ThreadSanitizer needs its own build, with an instrumented oneTBB: tools/tsan.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HETFLOW_SANITIZE_BUILD_DIR:-$root/build-asan}
