@@ -8,6 +8,8 @@
 // times in dumps and traces). The blocking rows: the sync policy's 4-byte transfers against
 // blocking clEnqueue calls, and a launch followed by wait() against clEnqueueNDRangeKernel +
 // clWaitForEvents (the interactive round trip).
+// Two more pipelined rows run every engine step on TBB workers (HETFLOW_DEBUG_STEPS_ON_WORKERS=1),
+// the engine's other path, for comparison in the same run.
 // Last, where a blocking request's time goes: the same two patterns recorded (profiling off), both
 // with the engine's steps run by the submitting thread (the default) and by the flow graph's
 // workers (HETFLOW_DEBUG_STEPS_ON_WORKERS=1), split by the records' host times into submit →
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace hetflow;
@@ -193,11 +196,14 @@ int main(int argc, char** argv) {
               device.device.platform_name.c_str(), n, runs);
   Native native(device.device, false), profiled(device.device, true);
   // Per row: native, hetflow, native with profiling, hetflow recording.
-  std::vector<double> kern[4], xfer[4], sync[2], trip[2];
+  std::vector<double> kern[4], xfer[4], sync[2], trip[2], kern_workers, xfer_workers;
   const int blocking_n = std::max(1, n / 10);  // blocking requests are slower; fewer keep runs short
   for (int r = 0; r < runs + 1; ++r) {
     // A fresh controller per run keeps recording's history from growing across runs.
     Hetflow plain(false), recorded(true), synced(false, Policy::sync);
+    setenv("HETFLOW_DEBUG_STEPS_ON_WORKERS", "1", 1);  // the pipelined rows again, every step on TBB workers
+    Hetflow on_workers(false);
+    unsetenv("HETFLOW_DEBUG_STEPS_ON_WORKERS");
     const double times[] = {
         seconds_of([&] { native.kernels(n); }),        seconds_of([&] { plain.kernels(n); }),
         seconds_of([&] { profiled.kernels(n); }),      seconds_of([&] { recorded.kernels(n); }),
@@ -205,10 +211,12 @@ int main(int argc, char** argv) {
         seconds_of([&] { profiled.transfers(n); }),    seconds_of([&] { recorded.transfers(n); }),
         seconds_of([&] { native.blocking_transfers(blocking_n); }), seconds_of([&] { synced.transfers(blocking_n); }),
         seconds_of([&] { native.round_trips(blocking_n); }),        seconds_of([&] { plain.round_trips(blocking_n); }),
+        seconds_of([&] { on_workers.kernels(n); }),                 seconds_of([&] { on_workers.transfers(n); }),
     };
     if (r == 0) continue;  // warm-up: program builds, first allocations, thread start-up
     for (int i = 0; i < 4; ++i) kern[i].push_back(times[i]), xfer[i].push_back(times[4 + i]);
     for (int i = 0; i < 2; ++i) sync[i].push_back(times[8 + i]), trip[i].push_back(times[10 + i]);
+    kern_workers.push_back(times[12]), xfer_workers.push_back(times[13]);
   }
   auto us = [&](const std::vector<double>& v) { return median(v) / n * 1e6; };
   auto us_blocking = [&](const std::vector<double>& v) { return median(v) / blocking_n * 1e6; };
@@ -217,6 +225,12 @@ int main(int argc, char** argv) {
   for (auto [name, v] : {std::pair{"empty kernel", kern}, std::pair{"4-byte H2D/D2H", xfer}})
     std::printf("%-26s %10.2f %10.2f %8.2f %13.2f %13.2f %8.2f\n", name, us(v[0]), us(v[1]), us(v[1]) - us(v[0]),
                 us(v[2]), us(v[3]), us(v[3]) - us(v[2]));
+  // The engine's two paths for the same pipelined requests (docs/architecture.md, "The flow of a
+  // request"): the submitting thread runs the steps while the nodes are idle (the rows above), or
+  // TBB workers do, overlapping them with the next submission.
+  for (auto [name, v, w] : {std::tuple{"empty kernel, on workers", kern, &kern_workers},
+                            std::tuple{"4-byte xfer, on workers", xfer, &xfer_workers}})
+    std::printf("%-26s %10.2f %10.2f %8.2f %13s %13s %8s\n", name, us(v[0]), us(*w), us(*w) - us(v[0]), "-", "-", "-");
   for (auto [name, v] : {std::pair{"sync: blocking 4-byte xfer", sync}, std::pair{"launch + wait round trip", trip}})
     std::printf("%-26s %10.2f %10.2f %8.2f %13s %13s %8s\n", name, us_blocking(v[0]), us_blocking(v[1]),
                 us_blocking(v[1]) - us_blocking(v[0]), "-", "-", "-");

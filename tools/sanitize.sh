@@ -21,18 +21,5 @@ fi
 export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:suppressions=$root/tools/sanitizers/ubsan.supp
 export HETFLOW_RP_SCALE=0.15   # random programs: 15 % of each configuration's count
-failed=0
-for s in "${suites[@]}"; do
-  filter=()
-  [ -n "${cases[$s]:-}" ] && filter=(--test-case="${cases[$s]}")
-  log="$build/$s.sanitize.log"
-  status=0
-  (cd "$build/tests" && timeout 900 "./$s" "${filter[@]}") > "$log" 2>&1 || status=$?
-  echo "== sanitizers: $s ${cases[$s]:-}: $(grep -E '^\[doctest\] test cases' "$log" | tail -n 1) (exit $status)"
-  if [ "$status" != 0 ]; then
-    grep -v '^\[hetflow warning\]' "$log" | tail -n 60
-    failed=1
-  fi
-done
-[ "$failed" = 0 ] && echo "== sanitizers: no report"
-exit $failed
+source "$root/tools/sanitizers/run-suites.bash"
+run_suites sanitizers "$build" "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:"

@@ -55,18 +55,5 @@ if ! cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${suit
 fi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export HETFLOW_RP_SCALE=0.1   # random programs: 10 % of each configuration's count
-failed=0
-for s in "${suites[@]}"; do
-  filter=()
-  [ -n "${cases[$s]:-}" ] && filter=(--test-case="${cases[$s]}")
-  log="$build/$s.tsan.log"
-  status=0
-  (cd "$build/tests" && timeout 900 "./$s" "${filter[@]}") > "$log" 2>&1 || status=$?
-  echo "== tsan: $s ${cases[$s]:-}: $(grep -E '^\[doctest\] test cases' "$log" | tail -n 1) (exit $status)"
-  if [ "$status" != 0 ] || grep -q "WARNING: ThreadSanitizer" "$log"; then
-    grep -v '^\[hetflow' "$log" | tail -n 80
-    failed=1
-  fi
-done
-[ "$failed" = 0 ] && echo "== tsan: no report"
-exit $failed
+source "$root/tools/sanitizers/run-suites.bash"
+run_suites tsan "$build" "WARNING: ThreadSanitizer"
