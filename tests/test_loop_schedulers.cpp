@@ -1,0 +1,166 @@
+// The loop schedulers (src/loop_schedulers.hpp) on a simulated clock: no OpenCL, a fake CPU of
+// `workers` workers at a fixed rate and a fake device whose throughput grows with the chunk and
+// saturates (the curve with an elbow that LogFit looks for). The simulation is the selector of
+// DESIGN.md §7: each free worker or the device asks for a chunk of what is left, runs it, reports
+// its time, and drops its token when the scheduler gives it nothing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include "loop_schedulers.hpp"
+
+using namespace hetflow::detail;
+
+namespace {
+
+struct Machine {
+  unsigned workers = 4;
+  double cpu_rate = 1e6;                                  // iterations per second per worker
+  std::function<double(std::size_t)> device_rate = [](std::size_t c) { return 4e7 * double(c) / (double(c) + 4096); };
+};
+
+struct Outcome {
+  double cpu_end = 0, device_end = 0;
+  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0;
+  std::vector<int> runs;  // how many times each iteration ran
+  double end() const { return std::max(cpu_end, device_end); }
+};
+
+Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double start = 0) {
+  Outcome o;
+  o.runs.assign(n, 0);
+  s.restart(n);
+  struct Event {
+    double t;
+    int agent;  // -1 = the device, else a CPU worker
+    std::size_t begin = 0, size = 0;
+    bool operator>(const Event& e) const { return t > e.t; }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  events.push({start, -1});
+  for (unsigned w = 0; w < m.workers; ++w) events.push({start, int(w)});
+  std::size_t cursor = 0;
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
+    const bool device = e.agent < 0;
+    if (e.size) {
+      for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
+      if (device) {
+        s.record_device(e.size, double(e.size) / m.device_rate(e.size));  // as profiling would time it
+        o.device_end = e.t, o.device_iterations += e.size, ++o.device_chunks;
+      } else {
+        s.record_cpu(e.size, double(e.size) / m.cpu_rate);
+        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size;
+      }
+    }
+    const std::size_t remaining = n - cursor;
+    const std::size_t chunk = device ? s.device_chunk(remaining) : s.cpu_chunk(remaining);
+    if (chunk == 0) continue;  // this token is dropped
+    REQUIRE(chunk <= remaining);
+    const double seconds = device ? double(chunk) / m.device_rate(chunk) : double(chunk) / m.cpu_rate;
+    events.push({e.t + seconds, e.agent, cursor, chunk});
+    cursor += chunk;
+  }
+  return o;
+}
+
+bool each_once(const Outcome& o) {
+  return std::all_of(o.runs.begin(), o.runs.end(), [](int r) { return r == 1; });
+}
+
+std::vector<std::unique_ptr<LoopScheduler>> every_scheduler(unsigned workers) {
+  std::vector<std::unique_ptr<LoopScheduler>> v;
+  v.push_back(std::make_unique<LogFitScheduler>(workers));
+  v.push_back(std::make_unique<StaticScheduler>(workers, 0.7));
+  v.push_back(std::make_unique<StaticScheduler>(workers, 0.0));
+  v.push_back(std::make_unique<StaticScheduler>(workers, 1.0));
+  v.push_back(std::make_unique<DynamicScheduler>(workers, 1000));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("round_up_64 keeps exact multiples, never exceeds the cap, never gives 0") {
+  CHECK(round_up_64(64, 1000) == 64);
+  CHECK(round_up_64(128, 1000) == 128);
+  CHECK(round_up_64(65, 1000) == 128);
+  CHECK(round_up_64(1, 1000) == 64);
+  CHECK(round_up_64(1, 10) == 10);
+  CHECK(round_up_64(0, 10) == 1);
+}
+
+TEST_CASE("every scheduler runs every iteration exactly once, whatever the size and the workers") {
+  for (unsigned workers : {1u, 4u, 16u})
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65),
+                          std::size_t(1000), std::size_t(100'003), std::size_t(2'000'000)})
+      for (auto& s : every_scheduler(workers)) {
+        CAPTURE(workers);
+        CAPTURE(n);
+        CAPTURE(s->name());
+        Machine m;
+        m.workers = workers;
+        for (int call = 0; call < 3; ++call) {  // state persists across calls
+          const Outcome o = simulate(*s, m, n);
+          CHECK(each_once(o));
+          CHECK(o.cpu_iterations + o.device_iterations == n);
+        }
+      }
+}
+
+TEST_CASE("static gives the device its share in one chunk; dynamic cuts fixed chunks") {
+  Machine m;
+  StaticScheduler st(4, 0.25);
+  const Outcome o = simulate(st, m, 100'000);
+  CHECK(o.device_iterations == 25'000);
+  CHECK(o.device_chunks == 1);
+  DynamicScheduler dy(4, 1000);
+  const Outcome d = simulate(dy, m, 100'000);
+  CHECK(d.device_chunks * 1000 == d.device_iterations);
+}
+
+TEST_CASE("LogFit finds the elbow, goes stable, and its final phase ends both sides together") {
+  Machine m;
+  m.workers = 16;
+  LogFitScheduler lf(m.workers);
+  const std::size_t n = 50'000'000;
+  const Outcome first = simulate(lf, m, n);
+  CHECK(each_once(first));
+  CHECK(lf.phase() != LogFitScheduler::Phase::exploration);
+  // Doubling a chunk c gains 4096 / (2c + 4096) here: under 5 % from c ≈ 39,000 on.
+  CHECK(lf.stable_chunk() >= 16'384);
+  CHECK(lf.stable_chunk() <= 262'144);
+  CHECK(lf.fit_a() > 0);
+  const Outcome second = simulate(lf, m, n);  // a later call: the model is kept
+  CHECK(each_once(second));
+  CHECK(std::abs(second.cpu_end - second.device_end) <= 0.05 * second.end());
+  // Against the ideal split of the same machine (the device at its saturated rate).
+  const double t_cpu = double(n) / (m.workers * m.cpu_rate), t_dev = double(n) / 4e7;
+  const double ideal = 1.0 / (1.0 / t_cpu + 1.0 / t_dev);
+  MESSAGE("LogFit efficiency on the simulated machine: " << ideal / second.end() << ", stable chunk "
+                                                         << lf.stable_chunk());
+  CHECK(ideal / second.end() >= 0.9);
+}
+
+TEST_CASE("LogFit explores again when the device's behaviour changes") {
+  Machine m;
+  m.workers = 8;
+  LogFitScheduler lf(m.workers);
+  const std::size_t n = 20'000'000;
+  simulate(lf, m, n);
+  simulate(lf, m, n);
+  REQUIRE(lf.phase() != LogFitScheduler::Phase::exploration);
+  const std::size_t before = lf.stable_chunk();
+  // The device slows down fourfold and saturates only at 16x larger chunks.
+  m.device_rate = [](std::size_t c) { return 1e7 * double(c) / (double(c) + 65536); };
+  for (int call = 0; call < 4; ++call) {
+    const Outcome o = simulate(lf, m, n);
+    CHECK(each_once(o));
+  }
+  CHECK(lf.phase() != LogFitScheduler::Phase::exploration);
+  CHECK(lf.stable_chunk() > before);
+}
