@@ -29,9 +29,9 @@ void LoopScheduler::record_device(std::size_t iterations, double seconds) {
   on_device(iterations, seconds);
 }
 
-void LoopScheduler::restart(std::size_t iterations) {
+void LoopScheduler::restart(std::size_t iterations, double last_call_seconds) {
   std::lock_guard lock(m_);
-  on_restart(iterations);
+  on_restart(iterations, last_call_seconds);
 }
 
 std::size_t round_up_64(std::size_t n, std::size_t cap) {
@@ -46,7 +46,7 @@ StaticScheduler::StaticScheduler(unsigned cpu_workers, double device_share)
 
 std::string StaticScheduler::name() const { return "static(" + std::to_string(share_) + ")"; }
 
-void StaticScheduler::on_restart(std::size_t iterations) {
+void StaticScheduler::on_restart(std::size_t iterations, double) {
   total_ = iterations;
   device_left_ = std::size_t(std::llround(share_ * double(iterations)));
   device_given_ = false;
@@ -83,7 +83,7 @@ LogFitScheduler::LogFitScheduler(unsigned cpu_workers, double elbow_gain)
 
 std::string LogFitScheduler::name() const { return "logfit"; }
 
-void LogFitScheduler::on_restart(std::size_t) {
+void LogFitScheduler::on_restart(std::size_t, double) {
   warm_up_ = true;
   device_stopped_ = false;
   if (phase_ == Phase::final) phase_ = Phase::stable;  // the model holds across calls
@@ -212,6 +212,68 @@ void LogFitScheduler::on_device(std::size_t iterations, double seconds) {
     phase_ = Phase::exploration;
     worse_in_a_row_ = 0;
   }
+}
+
+// ---- HGuided --------------------------------------------------------------------------------
+
+HGuidedScheduler::HGuidedScheduler(unsigned cpu_workers, double k, std::size_t min_chunk)
+    : LoopScheduler(cpu_workers), k_(k > 0 ? k : 2.0), min_chunk_(std::max<std::size_t>(1, min_chunk)) {}
+
+std::string HGuidedScheduler::name() const { return "hguided"; }
+
+std::size_t HGuidedScheduler::package(std::size_t remaining, double power) const {
+  const double total = double(cpu_workers_) * cpu_thr_ + device_thr_;
+  const double size = double(remaining) * power / (k_ * total);
+  return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(size), remaining)));
+}
+
+std::size_t HGuidedScheduler::next_cpu(std::size_t remaining) {
+  // Unmeasured yet, a worker probes with a small package.
+  if (cpu_thr_ <= 0 || device_thr_ <= 0) return std::min(remaining, min_chunk_);
+  return package(remaining, cpu_thr_);
+}
+
+std::size_t HGuidedScheduler::next_device(std::size_t remaining) {
+  // A device's throughput depends on the package (small ones leave it idle), so its probe is a
+  // full-sized package as if it were one more worker: a small probe would make it look weak and
+  // keep its packages small.
+  if (device_thr_ <= 0 || cpu_thr_ <= 0)
+    return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(double(remaining) / (k_ * (cpu_workers_ + 1))), remaining)));
+  return package(remaining, device_thr_);
+}
+
+void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) {
+  const double thr = double(iterations) / seconds;
+  cpu_thr_ = cpu_thr_ <= 0 ? thr : 0.5 * cpu_thr_ + 0.5 * thr;
+}
+
+void HGuidedScheduler::on_device(std::size_t iterations, double seconds) {
+  const double thr = double(iterations) / seconds;
+  device_thr_ = device_thr_ <= 0 ? thr : 0.5 * device_thr_ + 0.5 * thr;
+}
+
+// ---- Oracle ----------------------------------------------------------------------------------
+
+OracleScheduler::OracleScheduler(unsigned cpu_workers) : StaticScheduler(cpu_workers, 0.0) {
+  for (int i = 0; i <= 10; ++i) candidates_.push_back(i / 10.0);
+}
+
+std::string OracleScheduler::name() const { return "oracle"; }
+
+void OracleScheduler::on_restart(std::size_t iterations, double last_call_seconds) {
+  if (last_call_seconds > 0 && next_ > 0 && next_ <= candidates_.size()) {
+    if (best_seconds_ <= 0 || last_call_seconds < best_seconds_) best_seconds_ = last_call_seconds, best_share_ = current_;
+  }
+  if (next_ == candidates_.size() && !refined_) {
+    refined_ = true;  // the coarse grid is done: steps of 0.02 around its best
+    for (int i = -4; i <= 4; ++i) {
+      const double c = best_share_ + i * 0.02;
+      if (i != 0 && c >= 0 && c <= 1) candidates_.push_back(c);
+    }
+  }
+  current_ = next_ < candidates_.size() ? candidates_[next_++] : best_share_;
+  set_share(current_);
+  StaticScheduler::on_restart(iterations, last_call_seconds);
 }
 
 }  // namespace hetflow::detail

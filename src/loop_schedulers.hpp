@@ -28,8 +28,9 @@ class LoopScheduler {
   // A chunk of `iterations` ran in `seconds` (device: from profiling, not host clocks).
   void record_cpu(std::size_t iterations, double seconds);
   void record_device(std::size_t iterations, double seconds);
-  // A new call of the same loop over `iterations`.
-  void restart(std::size_t iterations);
+  // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
+  // (0 for the first call), end to end.
+  void restart(std::size_t iterations, double last_call_seconds = 0);
 
  protected:
   // Called under the scheduler's lock.
@@ -37,7 +38,7 @@ class LoopScheduler {
   virtual std::size_t next_device(std::size_t remaining) = 0;
   virtual void on_cpu(std::size_t, double) {}
   virtual void on_device(std::size_t, double) {}
-  virtual void on_restart(std::size_t) {}
+  virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   const unsigned cpu_workers_;
 
  private:
@@ -58,7 +59,8 @@ class StaticScheduler : public LoopScheduler {
  protected:
   std::size_t next_cpu(std::size_t remaining) override;
   std::size_t next_device(std::size_t remaining) override;
-  void on_restart(std::size_t iterations) override;
+  void on_restart(std::size_t iterations, double last_call_seconds) override;
+  void set_share(double share) { share_ = share; }
 
  private:
   double share_;
@@ -108,7 +110,7 @@ class LogFitScheduler : public LoopScheduler {
   std::size_t next_device(std::size_t remaining) override;
   void on_cpu(std::size_t iterations, double seconds) override;
   void on_device(std::size_t iterations, double seconds) override;
-  void on_restart(std::size_t iterations) override;
+  void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
   void fit();
@@ -125,6 +127,48 @@ class LogFitScheduler : public LoopScheduler {
   std::size_t stable_chunk_ = 0;
   double device_thr_ = 0, cpu_thr_ = 0;
   int worse_in_a_row_ = 0;
+};
+
+// HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each
+// side's package proportional to its measured power (throughput), so both finish together
+// without a model; `k` sets how fast packages shrink, `min_chunk` bounds them below. Unlike the
+// originals, the powers are measured online, not given by the user.
+class HGuidedScheduler : public LoopScheduler {
+ public:
+  HGuidedScheduler(unsigned cpu_workers, double k = 2.0, std::size_t min_chunk = 64);
+  std::string name() const override;
+
+ protected:
+  std::size_t next_cpu(std::size_t remaining) override;
+  std::size_t next_device(std::size_t remaining) override;
+  void on_cpu(std::size_t iterations, double seconds) override;
+  void on_device(std::size_t iterations, double seconds) override;
+
+ private:
+  std::size_t package(std::size_t remaining, double power) const;
+  double k_;
+  std::size_t min_chunk_;
+  double cpu_thr_ = 0, device_thr_ = 0;  // one CPU worker; the device
+};
+
+// The oracle: a static split whose share it searches by running the loop — one candidate share
+// per call (0, 0.1, ... 1, then steps of 0.02 around the best), keeping the best call's share
+// once the search is done. A yardstick for the others, not a scheduler for production.
+class OracleScheduler : public StaticScheduler {
+ public:
+  explicit OracleScheduler(unsigned cpu_workers);
+  std::string name() const override;
+  bool searching() const { return !refined_ || next_ < candidates_.size(); }
+  double best_share() const { return best_share_; }
+
+ protected:
+  void on_restart(std::size_t iterations, double last_call_seconds) override;
+
+ private:
+  std::vector<double> candidates_;
+  std::size_t next_ = 0;
+  double current_ = 0, best_share_ = 0, best_seconds_ = 0;
+  bool refined_ = false;
 };
 
 }  // namespace hetflow::detail

@@ -30,10 +30,12 @@ struct Outcome {
   double end() const { return std::max(cpu_end, device_end); }
 };
 
-Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double start = 0) {
+// One call of the loop; `last_call` = how long the previous call took (the oracle's search).
+Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_call = 0) {
+  const double start = 0;
   Outcome o;
   o.runs.assign(n, 0);
-  s.restart(n);
+  s.restart(n, last_call);
   struct Event {
     double t;
     int agent;  // -1 = the device, else a CPU worker
@@ -80,6 +82,8 @@ std::vector<std::unique_ptr<LoopScheduler>> every_scheduler(unsigned workers) {
   v.push_back(std::make_unique<StaticScheduler>(workers, 0.0));
   v.push_back(std::make_unique<StaticScheduler>(workers, 1.0));
   v.push_back(std::make_unique<DynamicScheduler>(workers, 1000));
+  v.push_back(std::make_unique<HGuidedScheduler>(workers));
+  v.push_back(std::make_unique<OracleScheduler>(workers));
   return v;
 }
 
@@ -104,10 +108,12 @@ TEST_CASE("every scheduler runs every iteration exactly once, whatever the size 
         CAPTURE(s->name());
         Machine m;
         m.workers = workers;
+        double last = 0;
         for (int call = 0; call < 3; ++call) {  // state persists across calls
-          const Outcome o = simulate(*s, m, n);
+          const Outcome o = simulate(*s, m, n, last);
           CHECK(each_once(o));
           CHECK(o.cpu_iterations + o.device_iterations == n);
+          last = o.end();
         }
       }
 }
@@ -163,4 +169,35 @@ TEST_CASE("LogFit explores again when the device's behaviour changes") {
   }
   CHECK(lf.phase() != LogFitScheduler::Phase::exploration);
   CHECK(lf.stable_chunk() > before);
+}
+
+TEST_CASE("HGuided, with each side's power measured online, ends both sides close together") {
+  Machine m;
+  m.workers = 16;
+  HGuidedScheduler hg(m.workers);
+  const std::size_t n = 50'000'000;
+  simulate(hg, m, n);
+  const Outcome o = simulate(hg, m, n);
+  CHECK(each_once(o));
+  const double t_cpu = double(n) / (m.workers * m.cpu_rate), t_dev = double(n) / 4e7;
+  const double ideal = 1.0 / (1.0 / t_cpu + 1.0 / t_dev);
+  MESSAGE("HGuided efficiency on the simulated machine: " << ideal / o.end());
+  CHECK(ideal / o.end() >= 0.85);
+  CHECK(std::abs(o.cpu_end - o.device_end) <= 0.1 * o.end());
+}
+
+TEST_CASE("the oracle tries static shares call by call and keeps the fastest") {
+  Machine m;  // 4 workers at 1e6/s, a device saturating at 4e7/s: the best share is near 0.91
+  OracleScheduler oracle(m.workers);
+  const std::size_t n = 20'000'000;
+  double last = 0;
+  int calls = 0;
+  while (oracle.searching() && calls < 40) last = simulate(oracle, m, n, last).end(), ++calls;
+  last = simulate(oracle, m, n, last).end();  // reports the last candidate's time
+  CHECK_FALSE(oracle.searching());
+  CHECK(calls <= 11 + 8);
+  MESSAGE("oracle: best device share " << oracle.best_share() << " after " << calls << " calls");
+  CHECK(std::abs(oracle.best_share() - 40.0 / 44.0) <= 0.05);
+  const Outcome settled = simulate(oracle, m, n, last);
+  CHECK(each_once(settled));
 }
