@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -326,25 +327,131 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> redundant_edges(const std::
   return out;
 }
 
+std::vector<RequestRecord> select_requests(const std::vector<RequestRecord>& records, const RequestWindow& window) {
+  // A request touches the tile if a hazard into or out of it is on the tile, or its name says so.
+  std::unordered_set<std::uint64_t> on_tile;
+  if (!window.tile.empty()) {
+    const std::string in_name = "(" + window.tile + ")";
+    for (const auto& r : records) {
+      if (r.name.find(in_name) != std::string::npos) on_tile.insert(r.id);
+      for (const auto& e : r.in_edges)
+        if (e.tile == window.tile) on_tile.insert(e.from), on_tile.insert(e.to);
+    }
+  }
+  std::vector<RequestRecord> out;
+  std::unordered_set<std::uint64_t> kept;
+  for (const auto& r : records)
+    if (r.id >= window.from && r.id <= window.to && (window.tile.empty() || on_tile.count(r.id))) {
+      out.push_back(r);
+      kept.insert(r.id);
+    }
+  for (auto& r : out)
+    std::erase_if(r.in_edges, [&](const EdgeRecord& e) { return !kept.count(e.from); });
+  return out;
+}
+
+namespace {
+
+// Lanes top to bottom in the order a request travels: H2D, kernel queues (or the one sync queue),
+// D2H, host workers, waits, anything else.
+int lane_order(const std::string& lane) {
+  auto numbered = [&](const char* prefix, int base) {
+    const std::size_t n = std::char_traits<char>::length(prefix);
+    if (lane.compare(0, n, prefix) != 0 || lane.size() == n) return -1;
+    return base + std::atoi(lane.c_str() + n);
+  };
+  if (lane == "H2D") return 0;
+  if (int k = numbered("kernel", 1000); k >= 0) return k;
+  if (lane == "queue") return 2000;
+  if (lane == "D2H") return 3000;
+  if (lane == "host") return 4000;
+  if (int h = numbered("host", 4001); h >= 0) return h;
+  if (lane == "wait") return 9000;
+  return 10000;
+}
+
+// Points: where each request sits in the lanes layout (DotOptions::Layout::lanes).
+struct LanePositions {
+  std::unordered_map<std::uint64_t, std::pair<double, double>> at;
+  std::vector<std::pair<std::string, double>> lane_rows;  // lane name, y
+};
+
+LanePositions lane_positions(const std::vector<RequestRecord>& records) {
+  constexpr double column_width = 150, row_height = 56, lane_gap = 24;
+  // Column: one step right of everything the request waits for (as soon as its hazards allow),
+  // so requests that may run at once share a column and stack inside their lane.
+  std::vector<const RequestRecord*> order;
+  for (const auto& r : records) order.push_back(&r);
+  std::sort(order.begin(), order.end(), [](const RequestRecord* a, const RequestRecord* b) { return a->id < b->id; });
+  std::unordered_map<std::uint64_t, long> column;
+  std::map<std::pair<std::string, long>, int> stacked;  // (lane, column) → requests placed there
+  std::unordered_map<std::uint64_t, int> level;          // its place in that stack
+  std::map<std::string, int> lane_height;
+  for (const RequestRecord* r : order) {  // program order: predecessors come first
+    long c = 0;
+    for (const auto& e : r->in_edges)
+      if (auto it = column.find(e.from); it != column.end()) c = std::max(c, it->second + 1);
+    column[r->id] = c;
+    const int k = stacked[{r->lane, c}]++;
+    level[r->id] = k;
+    lane_height[r->lane] = std::max(lane_height[r->lane], k + 1);
+  }
+  std::vector<std::string> lanes;
+  for (const auto& [lane, h] : lane_height) lanes.push_back(lane);
+  std::stable_sort(lanes.begin(), lanes.end(),
+                   [](const std::string& a, const std::string& b) { return lane_order(a) < lane_order(b); });
+  LanePositions p;
+  std::unordered_map<std::string, double> lane_top;
+  double y = 0;  // from the bottom lane up: Graphviz's y grows upwards
+  for (auto it = lanes.rbegin(); it != lanes.rend(); ++it) {
+    const double height = double(lane_height[*it]) * row_height;
+    lane_top[*it] = y + height - row_height;
+    p.lane_rows.emplace_back(*it, y + (height - row_height) / 2);
+    y += height + lane_gap;
+  }
+  for (const RequestRecord* r : order)
+    p.at[r->id] = {double(column[r->id] + 1) * column_width, lane_top[r->lane] - double(level[r->id]) * row_height};
+  return p;
+}
+
+}  // namespace
+
 std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options) {
   std::set<std::pair<std::uint64_t, std::uint64_t>> hidden;
   if (options.hide_redundant) {
     const auto r = redundant_edges(records);
     hidden.insert(r.begin(), r.end());
   }
-  std::size_t edge_count = 0;
-  for (const auto& r : records) edge_count += r.in_edges.size();
+  std::size_t edge_count = 0, shown_edges = 0;
+  for (const auto& r : records)
+    for (const auto& e : r.in_edges) {
+      ++edge_count;
+      shown_edges += !hidden.count({e.from, e.to});
+    }
+  const bool edge_labels = shown_edges <= options.max_edge_labels;
+  const bool lanes = options.layout == DotOptions::Layout::lanes;
 
   std::ostringstream dot;
   std::string title = "hetflow task graph";
   if (!info.device.empty()) title += " — " + info.device;
   if (!info.policy.empty()) title += " (" + info.policy + ")";
   title += "\\n" + std::to_string(records.size()) + " requests, " + std::to_string(edge_count) + " hazard edges";
-  if (options.hide_redundant) title += ", redundant ones hidden";
+  if (shown_edges < edge_count)
+    title += " (" + std::to_string(edge_count - shown_edges) + " implied by others hidden: --all-edges shows them)";
+  if (!edge_labels) title += "; edge labels in the SVG's tooltips";
   dot << "digraph hetflow {\n"
-      << "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=\"" << title << "\"];\n"
-      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+      << "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=\"" << title << "\""
+      << (lanes ? ", layout=nop, splines=false, outputorder=edgesfirst" : "") << "];\n"
+      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10"
+      << (lanes ? ", width=1.8, height=0.6, fixedsize=true" : "") << "];\n"
       << "  edge [fontname=\"Helvetica\", fontsize=8];\n";
+  LanePositions positions;
+  if (lanes) {
+    positions = lane_positions(records);
+    for (const auto& [lane, y] : positions.lane_rows)
+      dot << "  \"lane " << dot_escape(lane) << "\" [shape=plaintext, style=\"\", fontsize=12, label=\""
+          << dot_escape(lane) << "\", pos=\"0," << y << "!\"];\n";
+  }
 
   for (const auto& r : records) {
     std::string label = "#" + std::to_string(r.id) + " " + r.name + "\n" + r.lane;
@@ -365,7 +472,12 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
                           std::to_string(r.end_ns) + " ns";
     if (!r.error.empty()) tooltip += "\n" + r.error;
     dot << "  n" << r.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << fill_colour(r.kind)
-        << "\", style=\"" << style << "\"" << extra << ", tooltip=\"" << dot_escape(tooltip) << "\"];\n";
+        << "\", style=\"" << style << "\"" << extra << ", tooltip=\"" << dot_escape(tooltip) << "\"";
+    if (lanes) {
+      const auto [x, y] = positions.at[r.id];
+      dot << ", pos=\"" << x << "," << y << "!\"";
+    }
+    dot << "];\n";
   }
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
@@ -373,9 +485,11 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
       const std::string label = e.hazard + " " + e.tile + " " + e.region.str(e.dims) + " " + e.from_slot + "→" + e.to_slot;
       // Host-image hazards in violet, device-image ones in black: the label alone does not say.
       const char* colour = e.image == "host" ? "#7048e8" : "#212529";
-      dot << "  n" << e.from << " -> n" << e.to << " [label=\"" << dot_escape(label) << "\", color=\"" << colour
-          << "\", fontcolor=\"" << colour << "\", tooltip=\"" << dot_escape(e.hazard + " on " + e.tile + "'s " + e.image + " image")
-          << "\"];\n";
+      const std::string what = e.hazard + " on " + e.tile + "'s " + e.image + " image";
+      dot << "  n" << e.from << " -> n" << e.to << " [";
+      if (edge_labels) dot << "label=\"" << dot_escape(label) << "\", ";
+      dot << "color=\"" << colour << "\", fontcolor=\"" << colour << "\", tooltip=\""
+          << dot_escape(edge_labels ? what : label + "\n" + what) << "\"];\n";
     }
   dot << "}\n";
   return dot.str();

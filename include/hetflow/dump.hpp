@@ -1,6 +1,7 @@
 #pragma once
 // The task graph of what a controller ran (docs/architecture.md, "Dumps and traces"): requests as nodes, hazards as edges, as
 // JSON (docs/dump-schema.md; read back by `hetflow dump`) and as Graphviz DOT.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -35,13 +36,36 @@ std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& pa
 
 struct DotOptions {
   // Hide an edge A→C when C is also reached from A through other edges (a transitive reduction
-  // over the node graph). Off by default: every hazard the engine recorded is shown.
-  bool hide_redundant = false;
+  // over the node graph; the title says how many were hidden). On by default: a banded program of
+  // 239 requests records 4,784 hazard edges, most of them implied.
+  bool hide_redundant = true;
+  enum class Layout {
+    // One row per lane (H2D, kernel queues, D2H, host workers, waits) and one column per step:
+    // each request right of its lane's previous one and of everything it waits for. Positions
+    // are computed here and Graphviz only draws (`layout=nop`): 10,000 requests render in about
+    // a second, where Graphviz's own layout took minutes.
+    lanes,
+    graphviz,  // Graphviz `dot` lays the graph out (left to right); fine for a few hundred requests
+  };
+  Layout layout = Layout::lanes;
+  // Edge labels ("RAW a [0:1000) kernel_write→offloading_read") on the picture; above this many
+  // shown edges they go to the edges' tooltips only (SVG), or they would cover the graph.
+  std::size_t max_edge_labels = 80;
 };
 
 // Graphviz DOT: one node per request coloured by kind (failed: red border, cancelled: dashed),
 // one edge per hazard labelled "RAW a [0:1000) kernel_write→offloading_read".
 std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options = {});
+
+// A part of a large graph to look at: requests numbered `from`..`to` (inclusive), and, when `tile`
+// is set, only those with a hazard on that tile or whose name names it ("move_to(a)").
+struct RequestWindow {
+  std::uint64_t from = 0;
+  std::uint64_t to = UINT64_MAX;
+  std::string tile;
+};
+// The requests in the window, keeping only the edges whose both ends are in it.
+std::vector<RequestRecord> select_requests(const std::vector<RequestRecord>& records, const RequestWindow& window);
 
 // The edges to_dot hides with hide_redundant, as (from, to) node pairs; every parallel edge of a
 // hidden pair is hidden.

@@ -99,15 +99,22 @@ std::string counted(std::size_t n, const char* noun) {
 }
 
 struct DumpArgs {
-  std::string file, svg, png, dot;
-  bool hide_redundant = false;
+  std::string file, svg, png, dot, layout = "lanes";
+  bool all_edges = false, hide_redundant = false;
+  RequestWindow window;
   CLI::Option *svg_opt = nullptr, *png_opt = nullptr, *dot_opt = nullptr;
 };
 
 void run_dump(const DumpArgs& a) {
-  const auto [records, info] = load_dump(a.file);
+  const auto [all_records, info] = load_dump(a.file);
+  const std::vector<RequestRecord> records = select_requests(all_records, a.window);
+  if (records.size() < all_records.size())
+    std::printf("%s: showing %zu of %zu requests (--from %llu --to %llu%s)\n", a.file.c_str(), records.size(),
+                all_records.size(), (unsigned long long)a.window.from, (unsigned long long)a.window.to,
+                a.window.tile.empty() ? "" : (" --tile " + a.window.tile).c_str());
   DotOptions options;
-  options.hide_redundant = a.hide_redundant;
+  options.hide_redundant = !a.all_edges;
+  options.layout = a.layout == "graphviz" ? DotOptions::Layout::graphviz : DotOptions::Layout::lanes;
   const std::string dot = to_dot(records, info, options);
 
   std::map<std::string, std::size_t> kinds;
@@ -122,12 +129,14 @@ void run_dump(const DumpArgs& a) {
   std::string by_kind;
   for (const auto& [k, n] : kinds) by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(n) + " " + k;
   std::string hidden;
-  if (a.hide_redundant) hidden = " (" + counted(redundant_edges(records).size(), "node pair") + " hidden as redundant)";
+  if (options.hide_redundant) hidden = " (" + counted(redundant_edges(records).size(), "node pair") + " hidden as implied by others)";
   std::printf("%s: %s (%s), %s%s, %zu failed, %zu cancelled, %zu pending — %s, %s\n", a.file.c_str(),
               counted(records.size(), "node").c_str(), by_kind.empty() ? "none" : by_kind.c_str(),
               counted(edges, "edge").c_str(), hidden.c_str(), failed, cancelled, pending,
               info.device.empty() ? "unknown device" : info.device.c_str(),
               info.policy.empty() ? "unknown policy" : info.policy.c_str());
+  if (records.size() > 2000)
+    std::printf("a large graph: --from/--to (request numbers) or --tile NAME pick a part of it to read\n");
   std::fflush(stdout);  // before any error about rendering, which goes to stderr
 
   const bool none = a.svg_opt->count() == 0 && a.png_opt->count() == 0 && a.dot_opt->count() == 0;
@@ -156,8 +165,15 @@ void add_dump_command(CLI::App& app) {
   args->svg_opt = cmd->add_option("--svg", args->svg, "Write SVG (default: FILE with .svg; the default output)")->expected(0, 1);
   args->png_opt = cmd->add_option("--png", args->png, "Write PNG (default: FILE with .png)")->expected(0, 1);
   args->dot_opt = cmd->add_option("--dot", args->dot, "Write the Graphviz DOT source");
-  cmd->add_flag("--hide-redundant", args->hide_redundant,
-                "Hide edges implied by other edges (transitive reduction); all edges are shown otherwise");
+  cmd->add_flag("--all-edges", args->all_edges,
+                "Show every hazard edge; by default an edge implied by others (A→C beside A→B→C) is hidden");
+  cmd->add_flag("--hide-redundant", args->hide_redundant, "The default now (kept for old scripts)");
+  cmd->add_option("--layout", args->layout,
+                  "lanes: a row per lane, a column per step (default; fast at any size); graphviz: dot's own layout")
+      ->check(CLI::IsMember({"lanes", "graphviz"}));
+  cmd->add_option("--from", args->window.from, "Only requests numbered from this one on");
+  cmd->add_option("--to", args->window.to, "Only requests numbered up to this one");
+  cmd->add_option("--tile", args->window.tile, "Only requests with a hazard on this tile (or that name it)");
   cmd->callback([args] { run_dump(*args); });
 }
 
