@@ -17,73 +17,88 @@ using namespace hetflow::detail;
 
 namespace {
 
+using Rate = std::function<double(std::size_t)>;  // iterations per second for a chunk of that size
+Rate saturating(double peak, double half) {
+  return [peak, half](std::size_t c) { return peak * double(c) / (double(c) + half); };
+}
+
 struct Machine {
   unsigned workers = 4;
-  double cpu_rate = 1e6;                                  // iterations per second per worker
-  std::function<double(std::size_t)> device_rate = [](std::size_t c) { return 4e7 * double(c) / (double(c) + 4096); };
+  double cpu_rate = 1e6;  // per worker
+  std::vector<Rate> devices{saturating(4e7, 4096)};
 };
 
 struct Outcome {
   double cpu_end = 0, device_end = 0;
   std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0;
+  std::vector<std::size_t> per_device;
   std::vector<int> runs;  // how many times each iteration ran
   double end() const { return std::max(cpu_end, device_end); }
 };
 
 // One call of the loop; `last_call` = how long the previous call took (the oracle's search).
 Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_call = 0) {
-  const double start = 0;
   Outcome o;
   o.runs.assign(n, 0);
+  o.per_device.assign(m.devices.size(), 0);
   s.restart(n, last_call);
   struct Event {
     double t;
-    int agent;  // -1 = the device, else a CPU worker
+    int agent;  // < 0: device -agent-1; else a CPU worker
     std::size_t begin = 0, size = 0;
     bool operator>(const Event& e) const { return t > e.t; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  events.push({start, -1});
-  for (unsigned w = 0; w < m.workers; ++w) events.push({start, int(w)});
+  for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, -int(d) - 1});
+  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, int(w)});
   std::size_t cursor = 0;
   while (!events.empty()) {
     const Event e = events.top();
     events.pop();
     const bool device = e.agent < 0;
+    const unsigned d = device ? unsigned(-e.agent - 1) : 0;
     if (e.size) {
       for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
       if (device) {
-        s.record_device(e.size, double(e.size) / m.device_rate(e.size));  // as profiling would time it
-        o.device_end = e.t, o.device_iterations += e.size, ++o.device_chunks;
+        s.record_device(d, e.size, double(e.size) / m.devices[d](e.size));  // as profiling would time it
+        o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
+        o.per_device[d] += e.size;
       } else {
         s.record_cpu(e.size, double(e.size) / m.cpu_rate);
         o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size;
       }
     }
     const std::size_t remaining = n - cursor;
-    const std::size_t chunk = device ? s.device_chunk(remaining) : s.cpu_chunk(remaining);
+    const std::size_t chunk = device ? s.device_chunk(d, remaining) : s.cpu_chunk(remaining);
     if (chunk == 0) continue;  // this token is dropped
     REQUIRE(chunk <= remaining);
-    const double seconds = device ? double(chunk) / m.device_rate(chunk) : double(chunk) / m.cpu_rate;
+    const double seconds = device ? double(chunk) / m.devices[d](chunk) : double(chunk) / m.cpu_rate;
     events.push({e.t + seconds, e.agent, cursor, chunk});
     cursor += chunk;
   }
   return o;
 }
 
+// The best any split can do: every side busy until the end, devices at their saturated rate.
+double ideal_seconds(const Machine& m, std::size_t n) {
+  double rate = double(m.workers) * m.cpu_rate;
+  for (const auto& dev : m.devices) rate += dev(std::size_t(1) << 40);
+  return double(n) / rate;
+}
+
 bool each_once(const Outcome& o) {
   return std::all_of(o.runs.begin(), o.runs.end(), [](int r) { return r == 1; });
 }
 
-std::vector<std::unique_ptr<LoopScheduler>> every_scheduler(unsigned workers) {
+std::vector<std::unique_ptr<LoopScheduler>> every_scheduler(unsigned workers, unsigned devices) {
   std::vector<std::unique_ptr<LoopScheduler>> v;
-  v.push_back(std::make_unique<LogFitScheduler>(workers));
-  v.push_back(std::make_unique<StaticScheduler>(workers, 0.7));
-  v.push_back(std::make_unique<StaticScheduler>(workers, 0.0));
-  v.push_back(std::make_unique<StaticScheduler>(workers, 1.0));
-  v.push_back(std::make_unique<DynamicScheduler>(workers, 1000));
-  v.push_back(std::make_unique<HGuidedScheduler>(workers));
-  v.push_back(std::make_unique<OracleScheduler>(workers));
+  v.push_back(std::make_unique<LogFitScheduler>(workers, devices));
+  v.push_back(std::make_unique<StaticScheduler>(workers, std::vector<double>(devices, 0.7 / devices)));
+  v.push_back(std::make_unique<StaticScheduler>(workers, std::vector<double>(devices, 0.0)));
+  v.push_back(std::make_unique<StaticScheduler>(workers, std::vector<double>(devices, 1.0 / devices)));
+  v.push_back(std::make_unique<DynamicScheduler>(workers, devices, 1000));
+  v.push_back(std::make_unique<HGuidedScheduler>(workers, devices));
+  v.push_back(std::make_unique<OracleScheduler>(workers, devices));
   return v;
 }
 
@@ -98,33 +113,38 @@ TEST_CASE("round_up_64 keeps exact multiples, never exceeds the cap, never gives
   CHECK(round_up_64(0, 10) == 1);
 }
 
-TEST_CASE("every scheduler runs every iteration exactly once, whatever the size and the workers") {
-  for (unsigned workers : {1u, 4u, 16u})
-    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65),
-                          std::size_t(1000), std::size_t(100'003), std::size_t(2'000'000)})
-      for (auto& s : every_scheduler(workers)) {
-        CAPTURE(workers);
-        CAPTURE(n);
-        CAPTURE(s->name());
-        Machine m;
-        m.workers = workers;
-        double last = 0;
-        for (int call = 0; call < 3; ++call) {  // state persists across calls
-          const Outcome o = simulate(*s, m, n, last);
-          CHECK(each_once(o));
-          CHECK(o.cpu_iterations + o.device_iterations == n);
-          last = o.end();
+TEST_CASE("every scheduler runs every iteration exactly once, whatever the size, workers and devices") {
+  for (unsigned devices : {1u, 2u})
+    for (unsigned workers : {1u, 4u, 16u})
+      for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65),
+                            std::size_t(1000), std::size_t(100'003), std::size_t(2'000'000)})
+        for (auto& s : every_scheduler(workers, devices)) {
+          CAPTURE(devices);
+          CAPTURE(workers);
+          CAPTURE(n);
+          CAPTURE(s->name());
+          Machine m;
+          m.workers = workers;
+          m.devices.assign(devices, saturating(4e7, 4096));
+          double last = 0;
+          for (int call = 0; call < 3; ++call) {  // state persists across calls
+            const Outcome o = simulate(*s, m, n, last);
+            CHECK(each_once(o));
+            CHECK(o.cpu_iterations + o.device_iterations == n);
+            last = o.end();
+          }
         }
-      }
 }
 
-TEST_CASE("static gives the device its share in one chunk; dynamic cuts fixed chunks") {
+TEST_CASE("static gives each device its share in one chunk; dynamic cuts fixed chunks") {
   Machine m;
-  StaticScheduler st(4, 0.25);
+  m.devices.assign(2, saturating(4e7, 4096));
+  StaticScheduler st(4, {0.25, 0.5});
   const Outcome o = simulate(st, m, 100'000);
-  CHECK(o.device_iterations == 25'000);
-  CHECK(o.device_chunks == 1);
-  DynamicScheduler dy(4, 1000);
+  CHECK(o.per_device[0] == 25'000);
+  CHECK(o.per_device[1] == 50'000);
+  CHECK(o.device_chunks == 2);
+  DynamicScheduler dy(4, 2, 1000);
   const Outcome d = simulate(dy, m, 100'000);
   CHECK(d.device_chunks * 1000 == d.device_iterations);
 }
@@ -141,15 +161,12 @@ TEST_CASE("LogFit finds the elbow, goes stable, and its final phase ends both si
   CHECK(lf.stable_chunk() >= 16'384);
   CHECK(lf.stable_chunk() <= 262'144);
   CHECK(lf.fit_a() > 0);
-  const Outcome second = simulate(lf, m, n);  // a later call: the model is kept
+  const Outcome second = simulate(lf, m, n, first.end());  // a later call: the model is kept
   CHECK(each_once(second));
   CHECK(std::abs(second.cpu_end - second.device_end) <= 0.05 * second.end());
-  // Against the ideal split of the same machine (the device at its saturated rate).
-  const double t_cpu = double(n) / (m.workers * m.cpu_rate), t_dev = double(n) / 4e7;
-  const double ideal = 1.0 / (1.0 / t_cpu + 1.0 / t_dev);
-  MESSAGE("LogFit efficiency on the simulated machine: " << ideal / second.end() << ", stable chunk "
-                                                         << lf.stable_chunk());
-  CHECK(ideal / second.end() >= 0.9);
+  const double efficiency = ideal_seconds(m, n) / second.end();
+  MESSAGE("LogFit efficiency on the simulated machine: " << efficiency << ", stable chunk " << lf.stable_chunk());
+  CHECK(efficiency >= 0.9);
 }
 
 TEST_CASE("LogFit explores again when the device's behaviour changes") {
@@ -162,7 +179,7 @@ TEST_CASE("LogFit explores again when the device's behaviour changes") {
   REQUIRE(lf.phase() != LogFitScheduler::Phase::exploration);
   const std::size_t before = lf.stable_chunk();
   // The device slows down fourfold and saturates only at 16x larger chunks.
-  m.device_rate = [](std::size_t c) { return 1e7 * double(c) / (double(c) + 65536); };
+  m.devices[0] = saturating(1e7, 65536);
   for (int call = 0; call < 4; ++call) {
     const Outcome o = simulate(lf, m, n);
     CHECK(each_once(o));
@@ -179,10 +196,9 @@ TEST_CASE("HGuided, with each side's power measured online, ends both sides clos
   simulate(hg, m, n);
   const Outcome o = simulate(hg, m, n);
   CHECK(each_once(o));
-  const double t_cpu = double(n) / (m.workers * m.cpu_rate), t_dev = double(n) / 4e7;
-  const double ideal = 1.0 / (1.0 / t_cpu + 1.0 / t_dev);
-  MESSAGE("HGuided efficiency on the simulated machine: " << ideal / o.end());
-  CHECK(ideal / o.end() >= 0.85);
+  const double efficiency = ideal_seconds(m, n) / o.end();
+  MESSAGE("HGuided efficiency on the simulated machine: " << efficiency);
+  CHECK(efficiency >= 0.85);
   CHECK(std::abs(o.cpu_end - o.device_end) <= 0.1 * o.end());
 }
 
@@ -200,4 +216,31 @@ TEST_CASE("the oracle tries static shares call by call and keeps the fastest") {
   CHECK(std::abs(oracle.best_share() - 40.0 / 44.0) <= 0.05);
   const Outcome settled = simulate(oracle, m, n, last);
   CHECK(each_once(settled));
+}
+
+TEST_CASE("with two devices LogFit and HGuided use both: near twice one device's throughput, unequal devices balanced") {
+  const std::size_t n = 50'000'000;
+  for (const char* which : {"logfit", "hguided"}) {
+    const std::string name = which;
+    CAPTURE(name);
+    auto make = [&](unsigned devices) -> std::unique_ptr<LoopScheduler> {
+      if (std::string(which) == "logfit") return std::make_unique<LogFitScheduler>(2, devices);
+      return std::make_unique<HGuidedScheduler>(2, devices);
+    };
+    Machine one, two, unequal;
+    one.workers = two.workers = unequal.workers = 2;  // a weak CPU: the devices carry the loop
+    two.devices.assign(2, saturating(4e7, 4096));
+    unequal.devices = {saturating(4e7, 4096), saturating(1e7, 16384)};
+    auto s1 = make(1), s2 = make(2), s3 = make(2);
+    simulate(*s1, one, n), simulate(*s2, two, n), simulate(*s3, unequal, n);
+    const Outcome a = simulate(*s1, one, n), b = simulate(*s2, two, n), c = simulate(*s3, unequal, n);
+    CHECK(each_once(b));
+    CHECK(each_once(c));
+    MESSAGE(name << ": two devices " << a.end() / b.end() << "x one device; unequal pair at "
+                  << ideal_seconds(unequal, n) / c.end() << " of the ideal, split " << c.per_device[0] << " / "
+                  << c.per_device[1]);
+    CHECK(a.end() / b.end() >= 1.8);
+    CHECK(ideal_seconds(unequal, n) / c.end() >= 0.85);
+    CHECK(c.per_device[0] > 2 * c.per_device[1]);  // the faster device did more
+  }
 }
