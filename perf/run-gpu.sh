@@ -67,6 +67,7 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run driver_calls $B/bin/bench_driver_calls 20000 5
   run copy_concurrency $B/bin/bench_copy_concurrency 64 64
   run overhead_nvidia $B/bin/bench_overhead 20000 7
+  [ -x $B/bin/bench_peers_overhead ] && run peers_overhead_nvidia $B/bin/bench_peers_overhead 5000 5
   HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
   HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
   run sobel_4k $B/bin/bench_workloads sobel 4k 100 5

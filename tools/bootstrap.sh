@@ -11,7 +11,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HETFLOW_BUILD_DIR:-$root/build}
 
 packages=(build-essential cmake pkg-config libtbb-dev ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
-          libspdlog-dev doctest-dev pocl-opencl-icd libcli11-dev nlohmann-json3-dev graphviz clinfo oclgrind)
+          libspdlog-dev doctest-dev pocl-opencl-icd libcli11-dev nlohmann-json3-dev graphviz clinfo oclgrind
+          libstarpu-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
