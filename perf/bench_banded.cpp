@@ -19,10 +19,13 @@
 #include <vector>
 
 #include "workloads/banded_heat.hpp"
+#include "bench_timing.hpp"
 
 using namespace hetflow;
 
 namespace {
+
+using bench::median;
 
 struct Variant {
   const char* name;
@@ -33,10 +36,6 @@ struct Variant {
   std::vector<double> seconds;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

@@ -10,20 +10,19 @@
 #include <cstdlib>
 #include <functional>
 #include <vector>
+#include "bench_timing.hpp"
 
 using namespace hetflow;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using bench::median;
+
 void check(cl_int err, const char* what) {
   if (err != CL_SUCCESS) throw OpenCLError(err, what);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Setup {
   explicit Setup(const DeviceInfo& d) : context(d.device) {

@@ -25,22 +25,16 @@
 #include <string>
 #include <tuple>
 #include <vector>
+#include "bench_timing.hpp"
 
 using namespace hetflow;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_of(const std::function<void()>& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using bench::median;
+using bench::seconds_of;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+
 
 void check(cl_int err, const char* what) {
   if (err != CL_SUCCESS) throw OpenCLError(err, what);

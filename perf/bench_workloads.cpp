@@ -17,15 +17,14 @@
 #include "native/native_workloads.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/pipelines.hpp"
+#include "bench_timing.hpp"
 
 using namespace hetflow;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
+
 
 std::pair<int, int> parse_size(const std::string& s) {
   static const std::map<std::string, std::pair<int, int>> named = {

@@ -21,24 +21,18 @@
 #include <functional>
 #include <stdexcept>
 #include <vector>
+#include "../bench_timing.hpp"
 
 using namespace hetflow;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using bench::median;
+using bench::seconds_of;
+
 const char* const kernel_source = "__kernel void empty_kernel(__global float* x) { (void)x; }";
 
-double seconds_of(const std::function<void()>& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 starpu_opencl_program starpu_program;
 
