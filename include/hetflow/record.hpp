@@ -30,9 +30,10 @@ struct RequestRecord {
   std::string status;  // done, failed, cancelled, pending
   std::string error;
   std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1;
-  // Device commands: when it was handed to the driver (host clock). Between submit and enqueue it
-  // waited for its predecessors on the host side or for the engine; between enqueue and start, in
-  // the driver's queue.
+  // Device commands: when the driver's enqueue call returned (host clock). Between submit and
+  // enqueue it waited for its predecessors on the host side or for the engine (and the call
+  // itself); between enqueue and start, in the driver's queue. A runtime may start a command
+  // inside the call (PoCL has), so start_ns can come first.
   std::int64_t enqueue_ns = -1;
   std::vector<EdgeRecord> in_edges;
 };
