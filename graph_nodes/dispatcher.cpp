@@ -53,8 +53,9 @@ void Engine::dispatch(const RequestPtr& r) {
       preds.push_back(e.from);
   if (recording) {
     for (const auto& e : edge_scratch_) {
-      const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(),
-                                       [&](const Access& a) { return a.tile->id == e.tile; })->tile;
+      const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(), [&](const Access& a) {
+                            return a.tile->id == e.tile;
+                          })->tile;
       r->edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
                                     tile.extent.dims, e.from_slot, e.to_slot});
     }

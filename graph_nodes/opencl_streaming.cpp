@@ -11,9 +11,9 @@ namespace hetflow::detail {
 namespace {
 
 bool contiguous(const Box& b, const Extent& e) {
-  if (b.size[1] == 1 && b.size[2] == 1) return true;          // part of one row
-  if (b.size[0] != e.x) return false;                           // rows are cut
-  return b.size[2] == 1 || b.size[1] == e.y;                    // whole rows of one slice, or whole slices
+  if (b.size[1] == 1 && b.size[2] == 1) return true;  // part of one row
+  if (b.size[0] != e.x) return false;                 // rows are cut
+  return b.size[2] == 1 || b.size[1] == e.y;          // whole rows of one slice, or whole slices
 }
 
 cl_int enqueue_transfer(cl_command_queue q, bool to_device, const Access& a, cl_uint n, const cl_event* list,
@@ -37,7 +37,8 @@ cl_int enqueue_transfer(cl_command_queue q, bool to_device, const Access& a, cl_
                                              slice, host, n, list, ev);
 }
 
-cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event* list, cl_event* ev, std::string& what) {
+cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event* list, cl_event* ev,
+                      std::string& what) {
   cl_kernel k = r.kernel.handle()();
   for (cl_uint i = 0; i < r.args.size(); ++i) {
     cl_int err = std::visit(

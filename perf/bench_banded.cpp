@@ -36,7 +36,6 @@ struct Variant {
   std::vector<double> seconds;
 };
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,7 +78,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("device: %s (%s)\n", variants[0].c->device().name.c_str(), variants[0].c->device().platform_version.c_str());
+  std::printf("device: %s (%s)\n", variants[0].c->device().name.c_str(),
+              variants[0].c->device().platform_version.c_str());
   for (int r = 0; r < runs; ++r)
     for (auto& v : variants) {
       const auto t0 = std::chrono::steady_clock::now();

@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   std::printf("copy/kernel concurrency on %s (%s), %zu MiB per copy\n", d.device.name.c_str(),
               d.device.platform_name.c_str(), bytes >> 20);
   cl::Context ctx(d.device.device);
-  cl::CommandQueue kq(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE), up(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE),
-      down(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE);
+  cl::CommandQueue kq(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE),
+      up(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE), down(ctx, d.device.device, CL_QUEUE_PROFILING_ENABLE);
   cl::Program program(ctx, kSource);
   program.build();
   cl::Kernel k(program, "copy_loop");
@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   k.setArg(2, kn);
   k.setArg(3, repeat);
   cl::Buffer dev_up(ctx, CL_MEM_READ_WRITE, bytes), dev_down(ctx, CL_MEM_READ_WRITE, bytes);
-  cl::Buffer pin_up(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes), pin_down(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes);
+  cl::Buffer pin_up(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes),
+      pin_down(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes);
   void* host_up = up.enqueueMapBuffer(pin_up, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes);
   void* host_down = down.enqueueMapBuffer(pin_down, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes);
   std::fill_n(static_cast<char*>(host_up), bytes, 1);
@@ -70,9 +71,12 @@ int main(int argc, char** argv) {
     const char* name;
     bool kernel, h2d, d2h, fresh = false, touched = false;
   };
-  const Case cases[] = {{"H2D alone", false, true, false},   {"D2H alone", false, false, true},
-                        {"H2D + D2H", false, true, true},    {"K + H2D", true, true, false},
-                        {"K + D2H", true, false, true},      {"K + D2H + H2D", true, true, true},
+  const Case cases[] = {{"H2D alone", false, true, false},
+                        {"D2H alone", false, false, true},
+                        {"H2D + D2H", false, true, true},
+                        {"K + H2D", true, true, false},
+                        {"K + D2H", true, false, true},
+                        {"K + D2H + H2D", true, true, true},
                         {"same, H2D fresh", true, true, true, true},
                         {"fresh, touched", true, true, true, true, true}};
   cl::CommandQueue service(ctx, d.device.device);
@@ -110,7 +114,8 @@ int main(int argc, char** argv) {
       std::string text, pairs;
       for (const auto& i : iv) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, "%s[%.0f,%.0f) ", i.name.c_str(), double(i.start - t0) / 1e3, double(i.end - t0) / 1e3);
+        std::snprintf(buf, sizeof buf, "%s[%.0f,%.0f) ", i.name.c_str(), double(i.start - t0) / 1e3,
+                      double(i.end - t0) / 1e3);
         text += buf;
       }
       for (std::size_t a = 0; a < iv.size(); ++a)

@@ -23,7 +23,6 @@ void check(cl_int err, const char* what) {
   if (err != CL_SUCCESS) throw OpenCLError(err, what);
 }
 
-
 struct Setup {
   explicit Setup(const DeviceInfo& d) : context(d.device) {
     for (auto* q : {&q0, &q1}) *q = cl::CommandQueue(context, d.device, CL_QUEUE_PROFILING_ENABLE);
@@ -88,67 +87,100 @@ int main(int argc, char** argv) {
   };
   const std::vector<Row> rows = {
       {"enqueue kernel, no wait list, no flush",
-       [&] { return per_call(n, nothing, [&](int i) { events[i] = s.launch(s.q0(), 0, nullptr); }, drain); }},
+       [&] {
+         return per_call(
+             n, nothing, [&](int i) { events[i] = s.launch(s.q0(), 0, nullptr); }, drain);
+       }},
       {"enqueue kernel after previous (same queue)",
        [&] {
-         return per_call(n, nothing, [&](int i) { events[i] = s.launch(s.q0(), i ? 1 : 0, i ? &events[i - 1] : nullptr); },
-                         drain);
+         return per_call(
+             n, nothing, [&](int i) { events[i] = s.launch(s.q0(), i ? 1 : 0, i ? &events[i - 1] : nullptr); }, drain);
        }},
       {"enqueue kernel after previous + clFlush",
        [&] {
-         return per_call(n, nothing,
-                         [&](int i) {
-                           events[i] = s.launch(s.q0(), i ? 1 : 0, i ? &events[i - 1] : nullptr);
-                           clFlush(s.q0());
-                         },
-                         drain);
+         return per_call(
+             n, nothing,
+             [&](int i) {
+               events[i] = s.launch(s.q0(), i ? 1 : 0, i ? &events[i - 1] : nullptr);
+               clFlush(s.q0());
+             },
+             drain);
        }},
       {"enqueue kernel after other queue's event",
        [&] {
-         return per_call(n, [&] { other = s.launch(s.q1(), 0, nullptr); s.q1.finish(); },
-                         [&](int i) { events[i] = s.launch(s.q0(), 1, &other); },
-                         [&] { drain(); clReleaseEvent(other); });
+         return per_call(
+             n,
+             [&] {
+               other = s.launch(s.q1(), 0, nullptr);
+               s.q1.finish();
+             },
+             [&](int i) { events[i] = s.launch(s.q0(), 1, &other); },
+             [&] {
+               drain();
+               clReleaseEvent(other);
+             });
        }},
       {"clFlush, nothing new queued",
-       [&] { return per_call(n, nothing, [&](int) { clFlush(s.q0()); }, nothing); }},
+       [&] {
+         return per_call(
+             n, nothing, [&](int) { clFlush(s.q0()); }, nothing);
+       }},
       {"clSetKernelArg (buffer)",
        [&] {
          cl_mem mem = s.buffer();
-         return per_call(n, nothing, [&](int) { clSetKernelArg(s.kernel(), 0, sizeof mem, &mem); }, nothing);
+         return per_call(
+             n, nothing, [&](int) { clSetKernelArg(s.kernel(), 0, sizeof mem, &mem); }, nothing);
        }},
       {"clRetainKernel + clReleaseKernel",
        [&] {
-         return per_call(n, nothing, [&](int) { clRetainKernel(s.kernel()); clReleaseKernel(s.kernel()); }, nothing);
+         return per_call(
+             n, nothing,
+             [&](int) {
+               clRetainKernel(s.kernel());
+               clReleaseKernel(s.kernel());
+             },
+             nothing);
        }},
       {"clGetEventInfo status, completed event",
        [&] {
-         return per_call(n, [&] { other = s.launch(s.q1(), 0, nullptr); s.q1.finish(); },
-                         [&](int) {
-                           cl_int st;
-                           clGetEventInfo(other, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);
-                         },
-                         [&] { clReleaseEvent(other); });
+         return per_call(
+             n,
+             [&] {
+               other = s.launch(s.q1(), 0, nullptr);
+               s.q1.finish();
+             },
+             [&](int) {
+               cl_int st;
+               clGetEventInfo(other, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr);
+             },
+             [&] { clReleaseEvent(other); });
        }},
       {"clSetEventCallback on a queued kernel",
        [&] {
-         return per_call(n, [&] { for (int i = 0; i < n; ++i) events[i] = s.launch(s.q0(), 0, nullptr); },
-                         [&](int i) {
-                           check(clSetEventCallback(events[i], CL_COMPLETE, [](cl_event, cl_int, void*) {}, nullptr),
-                                 "clSetEventCallback");
-                         },
-                         drain);
+         return per_call(
+             n,
+             [&] {
+               for (int i = 0; i < n; ++i) events[i] = s.launch(s.q0(), 0, nullptr);
+             },
+             [&](int i) {
+               check(clSetEventCallback(
+                         events[i], CL_COMPLETE, [](cl_event, cl_int, void*) {}, nullptr),
+                     "clSetEventCallback");
+             },
+             drain);
        }},
       {"clCreateUserEvent + set complete + release",
        [&] {
-         return per_call(n, nothing,
-                         [&](int) {
-                           cl_int err;
-                           cl_event u = clCreateUserEvent(s.context(), &err);
-                           check(err, "clCreateUserEvent");
-                           clSetUserEventStatus(u, CL_COMPLETE);
-                           clReleaseEvent(u);
-                         },
-                         nothing);
+         return per_call(
+             n, nothing,
+             [&](int) {
+               cl_int err;
+               cl_event u = clCreateUserEvent(s.context(), &err);
+               check(err, "clCreateUserEvent");
+               clSetUserEventStatus(u, CL_COMPLETE);
+               clReleaseEvent(u);
+             },
+             nothing);
        }},
   };
   for (const auto& row : rows) row.measure();  // warm-up

@@ -35,9 +35,11 @@ int main(int argc, char** argv) {
         const double call = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         ev.wait();
         const double run = double(ev.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                  ev.getProfilingInfo<CL_PROFILING_COMMAND_START>()) / 1e3;
+                                  ev.getProfilingInfo<CL_PROFILING_COMMAND_START>()) /
+                           1e3;
         if (rep == 2)
-          std::printf("%-10s %-6s %12.1f %12.1f\n", host == pinned ? "pinned" : "pageable", up ? "H2D" : "D2H", call, run);
+          std::printf("%-10s %-6s %12.1f %12.1f\n", host == pinned ? "pinned" : "pageable", up ? "H2D" : "D2H", call,
+                      run);
       }
   q.enqueueUnmapMemObject(pinned_buf, pinned);
   q.finish();

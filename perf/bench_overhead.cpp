@@ -34,8 +34,6 @@ namespace {
 using bench::median;
 using bench::seconds_of;
 
-
-
 void check(cl_int err, const char* what) {
   if (err != CL_SUCCESS) throw OpenCLError(err, what);
 }
@@ -60,7 +58,8 @@ struct Native {
     const std::size_t global = 1;
     for (int i = 0; i < n; ++i) {
       cl_event ev;
-      check(clEnqueueNDRangeKernel(kernel_q(), kernel(), 1, nullptr, &global, nullptr, prev ? 1 : 0, prev ? &prev : nullptr, &ev),
+      check(clEnqueueNDRangeKernel(kernel_q(), kernel(), 1, nullptr, &global, nullptr, prev ? 1 : 0,
+                                   prev ? &prev : nullptr, &ev),
             "clEnqueueNDRangeKernel");
       if (prev) clReleaseEvent(prev);
       prev = ev;
@@ -74,9 +73,10 @@ struct Native {
     for (int i = 0; i < n; ++i) {
       cl_event ev;
       const bool up = i % 2 == 0;
-      check(up ? clEnqueueWriteBuffer(h2d_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev)
-               : clEnqueueReadBuffer(d2h_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev),
-            "clEnqueue{Write,Read}Buffer");
+      check(
+          up ? clEnqueueWriteBuffer(h2d_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev)
+             : clEnqueueReadBuffer(d2h_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev),
+          "clEnqueue{Write,Read}Buffer");
       clFlush(up ? h2d_q() : d2h_q());  // another queue waits on it
       if (prev) clReleaseEvent(prev);
       prev = ev;
@@ -112,7 +112,8 @@ struct Native {
 
 struct Hetflow {
   explicit Hetflow(bool record, Policy policy = Policy::async) : Hetflow(options(record, policy)) {}
-  explicit Hetflow(const ControllerOptions& o) : c(o), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
+  explicit Hetflow(const ControllerOptions& o)
+      : c(o), k(c.kernel("hetflow_test.cl", "empty_kernel")), x(c.tile<float>(1, "x")) {
     x[0] = 1.0f;
   }
   static ControllerOptions options(bool record, Policy policy) {
@@ -199,13 +200,20 @@ int main(int argc, char** argv) {
     Hetflow on_workers(false);
     unsetenv("HETFLOW_DEBUG_STEPS_ON_WORKERS");
     const double times[] = {
-        seconds_of([&] { native.kernels(n); }),        seconds_of([&] { plain.kernels(n); }),
-        seconds_of([&] { profiled.kernels(n); }),      seconds_of([&] { recorded.kernels(n); }),
-        seconds_of([&] { native.transfers(n); }),      seconds_of([&] { plain.transfers(n); }),
-        seconds_of([&] { profiled.transfers(n); }),    seconds_of([&] { recorded.transfers(n); }),
-        seconds_of([&] { native.blocking_transfers(blocking_n); }), seconds_of([&] { synced.transfers(blocking_n); }),
-        seconds_of([&] { native.round_trips(blocking_n); }),        seconds_of([&] { plain.round_trips(blocking_n); }),
-        seconds_of([&] { on_workers.kernels(n); }),                 seconds_of([&] { on_workers.transfers(n); }),
+        seconds_of([&] { native.kernels(n); }),
+        seconds_of([&] { plain.kernels(n); }),
+        seconds_of([&] { profiled.kernels(n); }),
+        seconds_of([&] { recorded.kernels(n); }),
+        seconds_of([&] { native.transfers(n); }),
+        seconds_of([&] { plain.transfers(n); }),
+        seconds_of([&] { profiled.transfers(n); }),
+        seconds_of([&] { recorded.transfers(n); }),
+        seconds_of([&] { native.blocking_transfers(blocking_n); }),
+        seconds_of([&] { synced.transfers(blocking_n); }),
+        seconds_of([&] { native.round_trips(blocking_n); }),
+        seconds_of([&] { plain.round_trips(blocking_n); }),
+        seconds_of([&] { on_workers.kernels(n); }),
+        seconds_of([&] { on_workers.transfers(n); }),
     };
     if (r == 0) continue;  // warm-up: program builds, first allocations, thread start-up
     for (int i = 0; i < 4; ++i) kern[i].push_back(times[i]), xfer[i].push_back(times[4 + i]);
@@ -228,8 +236,9 @@ int main(int argc, char** argv) {
   for (auto [name, v] : {std::pair{"sync: blocking 4-byte xfer", sync}, std::pair{"launch + wait round trip", trip}})
     std::printf("%-26s %10.2f %10.2f %8.2f %13s %13s %8s\n", name, us_blocking(v[0]), us_blocking(v[1]),
                 us_blocking(v[1]) - us_blocking(v[0]), "-", "-", "-");
-  std::printf("\nwhere a blocking request's time goes (median µs per request, %d requests, recorded without profiling)\n",
-              blocking_n);
+  std::printf(
+      "\nwhere a blocking request's time goes (median µs per request, %d requests, recorded without profiling)\n",
+      blocking_n);
   std::printf("%-26s %-18s %10s %10s %10s %8s\n", "request", "engine steps on", "->enqueued", "->released", "->next",
               "total");
   for (bool round_trip : {false, true}) {

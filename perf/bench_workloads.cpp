@@ -25,7 +25,6 @@ namespace {
 
 using bench::median;
 
-
 std::pair<int, int> parse_size(const std::string& s) {
   static const std::map<std::string, std::pair<int, int>> named = {
       {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
@@ -92,14 +91,16 @@ int main(int argc, char** argv) {
     const double bound = std::max({median(h2d), median(d2h), median(ker)});
     std::printf("%s %s x %d on %s (%s), median of %d\n", workload.c_str(), argv[2], steps, device.device.name.c_str(),
                 device.device.platform_name.c_str(), repeats);
-    std::printf("%-10s %-10s %-10s %-10s %-9s %-10s %-9s %-9s %-9s %-9s %-8s %-6s\n", "nat.sync", "nat.async", "hf.sync",
-                "hf.async", "hf.gain", "vs.native", "sumH2D", "sumD2H", "sumKern", "hostWork", "%bound", "ident");
-    std::printf("%-10.4f %-10.4f %-10.4f %-10.4f %-8.1f%% %+-9.2f%% %-9.4f %-9.4f %-9.4f %-9.4f %-7.1f%% %-6s\n", median(ns),
-                median(na), median(hs), median(ha), 100.0 * (median(hs) - median(ha)) / median(hs),
+    std::printf("%-10s %-10s %-10s %-10s %-9s %-10s %-9s %-9s %-9s %-9s %-8s %-6s\n", "nat.sync", "nat.async",
+                "hf.sync", "hf.async", "hf.gain", "vs.native", "sumH2D", "sumD2H", "sumKern", "hostWork", "%bound",
+                "ident");
+    std::printf("%-10.4f %-10.4f %-10.4f %-10.4f %-8.1f%% %+-9.2f%% %-9.4f %-9.4f %-9.4f %-9.4f %-7.1f%% %-6s\n",
+                median(ns), median(na), median(hs), median(ha), 100.0 * (median(hs) - median(ha)) / median(hs),
                 100.0 * (median(ha) - median(na)) / median(na), median(h2d), median(d2h), median(ker), median(host),
                 100.0 * bound / median(ha), same ? "yes" : "NO");
-    std::printf("(%%bound = max(sumH2D, sumD2H, sumKern) / hf.async; hostWork = the native async run's host work, done "
-                "on one thread there, which the device bound leaves out)\n");
+    std::printf(
+        "(%%bound = max(sumH2D, sumD2H, sumKern) / hf.async; hostWork = the native async run's host work, done "
+        "on one thread there, which the device bound leaves out)\n");
     return same ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_workloads: %s\n", e.what());

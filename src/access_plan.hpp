@@ -28,11 +28,15 @@ inline int plan_accesses(Kind kind, Role role, AccessPlan out[2]) {
       return 2;
     case Kind::kernel:
       out[0] = {Image::device, reads, writes,
-                role == Role::in ? "kernel_read" : role == Role::out ? "kernel_write" : "kernel_read+write"};
+                role == Role::in    ? "kernel_read"
+                : role == Role::out ? "kernel_write"
+                                    : "kernel_read+write"};
       return 1;
     case Kind::host:
       out[0] = {Image::host, reads, writes,
-                role == Role::in ? "host_read" : role == Role::out ? "host_write" : "host_read+write"};
+                role == Role::in    ? "host_read"
+                : role == Role::out ? "host_write"
+                                    : "host_read+write"};
       return 1;
     default:
       return 0;

@@ -18,8 +18,8 @@ using detail::Request;
 
 std::size_t cl_scalar_size(const std::string& type) {
   static const std::map<std::string, std::size_t> sizes = {
-      {"char", 1},  {"uchar", 1}, {"bool", 1},  {"short", 2}, {"ushort", 2}, {"half", 2},   {"int", 4},
-      {"uint", 4},  {"float", 4}, {"long", 8},  {"ulong", 8}, {"double", 8}, {"size_t", 0}, {"ptrdiff_t", 0}};
+      {"char", 1}, {"uchar", 1}, {"bool", 1}, {"short", 2}, {"ushort", 2}, {"half", 2},   {"int", 4},
+      {"uint", 4}, {"float", 4}, {"long", 8}, {"ulong", 8}, {"double", 8}, {"size_t", 0}, {"ptrdiff_t", 0}};
   std::string base = type;
   std::size_t lanes = 1;
   // Vector types: float4, int2, ...
@@ -49,7 +49,8 @@ Policy parse_policy(const std::string& text) {
 }
 
 Controller::Controller(const ControllerOptions& options)
-    : engine_(detail::cl_call("setting up the controller", [&] { return std::make_unique<detail::Engine>(options); })) {}
+    : engine_(detail::cl_call("setting up the controller", [&] { return std::make_unique<detail::Engine>(options); })) {
+}
 Controller::~Controller() {
   // Everything submitted finishes first; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
   try {
@@ -116,7 +117,8 @@ void check_tile(const detail::Engine& engine, const Access& a, const std::string
   const auto& t = *a.tile;
   if (t.freed.load()) throw UsageError(request + ": tile '" + t.name + "' used after free");
   if (t.owner != &engine) throw UsageError(request + ": tile '" + t.name + "' belongs to another controller");
-  if (a.box.empty()) throw UsageError(request + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
+  if (a.box.empty())
+    throw UsageError(request + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
   if (!a.box.within(t.extent))
     throw UsageError(request + ": region " + a.box.str(t.extent.dims) + " is out of the bounds of tile '" + t.name +
                      "' (" + Box::whole(t.extent).str(t.extent.dims) + ")");
@@ -164,7 +166,8 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
     const KernelArgInfo& info = kernel.arg(i);
     if (const auto* a = std::get_if<Access>(&args[i])) {
       if (!info.is_buffer())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a->tile->name + "'");
+        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a->tile->name +
+                         "'");
       check_tile(*engine_, *a, what);
       std::string base = info.type_name;
       if (!base.empty() && base.back() == '*') base.pop_back();
@@ -176,8 +179,9 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
       r->accesses.push_back(*a);
     } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
       if (info.is_buffer() || info.is_local())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
-                         " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
+        throw UsageError(
+            what + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
+            " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
       const std::size_t expected = cl_scalar_size(info.type_name);
       if (expected && expected != s->size)
         throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) + " bytes, got a " +

@@ -134,7 +134,8 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
       if (d.type & type) return {d, "first " + std::string(word) + " device, as " + std::string(source) + " asks"};
     throw no_match("matches no device of that type");
   }
-  if (auto colon = spec.find(':'); colon != std::string::npos && colon > 0 &&
+  if (auto colon = spec.find(':');
+      colon != std::string::npos && colon > 0 &&
       std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit((unsigned char)c) || c == ':'; })) {
     unsigned long p = 0, d = 0;
     try {
@@ -145,12 +146,14 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
     }
     for (const auto& dev : devices)
       if (dev.platform_index == p && dev.device_index == d)
-        return {dev, "platform " + std::to_string(p) + ", device " + std::to_string(d) + ", as " + std::string(source) + " asks"};
+        return {dev, "platform " + std::to_string(p) + ", device " + std::to_string(d) + ", as " + std::string(source) +
+                         " asks"};
     throw no_match("names no existing platform:device pair");
   }
   for (const auto& d : devices)
     if (lower(d.name).find(spec) != std::string::npos || lower(d.platform_name).find(spec) != std::string::npos)
-      return {d, "first device whose name or platform contains '" + std::string(spec_in) + "', as " + std::string(source) + " asks"};
+      return {d, "first device whose name or platform contains '" + std::string(spec_in) + "', as " +
+                     std::string(source) + " asks"};
   throw no_match("matches no device or platform name");
 }
 

@@ -1,4 +1,5 @@
-// The task-graph dump (docs/architecture.md, "Dumps and traces"): records ⇄ JSON (docs/dump-schema.md) and records → DOT.
+// The task-graph dump (docs/architecture.md, "Dumps and traces"): records ⇄ JSON (docs/dump-schema.md) and records →
+// DOT.
 #include <hetflow/controller.hpp>
 #include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>
@@ -58,15 +59,24 @@ ojson region_json(const Box& b, int dims) {
 }
 
 ojson node_json(const RequestRecord& r) {
-  return ojson{{"id", r.id},         {"kind", r.kind},           {"name", r.name},
-               {"lane", r.lane},     {"submit_ns", r.submit_ns}, {"start_ns", r.start_ns},
-               {"end_ns", r.end_ns}, {"enqueue_ns", r.enqueue_ns}, {"status", r.status}, {"error", r.error}};
+  return ojson{{"id", r.id},
+               {"kind", r.kind},
+               {"name", r.name},
+               {"lane", r.lane},
+               {"submit_ns", r.submit_ns},
+               {"start_ns", r.start_ns},
+               {"end_ns", r.end_ns},
+               {"enqueue_ns", r.enqueue_ns},
+               {"status", r.status},
+               {"error", r.error}};
 }
 
 ojson edge_json(const EdgeRecord& e) {
-  return ojson{{"from", e.from},   {"to", e.to},       {"hazard", e.hazard},
-               {"tile", e.tile},   {"image", e.image}, {"region", region_json(e.region, e.dims)},
-               {"dims", e.dims},   {"from_slot", e.from_slot}, {"to_slot", e.to_slot}};
+  return ojson{{"from", e.from},      {"to", e.to},
+               {"hazard", e.hazard},  {"tile", e.tile},
+               {"image", e.image},    {"region", region_json(e.region, e.dims)},
+               {"dims", e.dims},      {"from_slot", e.from_slot},
+               {"to_slot", e.to_slot}};
 }
 
 // ---- reading back: every problem says where it is and what was expected --------------------
@@ -261,7 +271,8 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
         bad(where + ": \"dims\" must be 1, 2 or 3");
       e.dims = it->get<int>();
     }
-    if (!index.count(e.from)) bad(where + ": \"from\" names node " + std::to_string(e.from) + ", which is not in \"nodes\"");
+    if (!index.count(e.from))
+      bad(where + ": \"from\" names node " + std::to_string(e.from) + ", which is not in \"nodes\"");
     auto to = index.find(e.to);
     if (to == index.end()) bad(where + ": \"to\" names node " + std::to_string(e.to) + ", which is not in \"nodes\"");
     records[to->second].in_edges.push_back(std::move(e));
@@ -345,8 +356,7 @@ std::vector<RequestRecord> select_requests(const std::vector<RequestRecord>& rec
       out.push_back(r);
       kept.insert(r.id);
     }
-  for (auto& r : out)
-    std::erase_if(r.in_edges, [&](const EdgeRecord& e) { return !kept.count(e.from); });
+  for (auto& r : out) std::erase_if(r.in_edges, [&](const EdgeRecord& e) { return !kept.count(e.from); });
   return out;
 }
 
@@ -385,7 +395,7 @@ LanePositions lane_positions(const std::vector<RequestRecord>& records) {
   std::sort(order.begin(), order.end(), [](const RequestRecord* a, const RequestRecord* b) { return a->id < b->id; });
   std::unordered_map<std::uint64_t, long> column;
   std::map<std::pair<std::string, long>, int> stacked;  // (lane, column) → requests placed there
-  std::unordered_map<std::uint64_t, int> level;          // its place in that stack
+  std::unordered_map<std::uint64_t, int> level;         // its place in that stack
   std::map<std::string, int> lane_height;
   for (const RequestRecord* r : order) {  // program order: predecessors come first
     long c = 0;
@@ -482,7 +492,8 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
       if (hidden.count({e.from, e.to})) continue;
-      const std::string label = e.hazard + " " + e.tile + " " + e.region.str(e.dims) + " " + e.from_slot + "→" + e.to_slot;
+      const std::string label =
+          e.hazard + " " + e.tile + " " + e.region.str(e.dims) + " " + e.from_slot + "→" + e.to_slot;
       // Host-image hazards in violet, device-image ones in black: the label alone does not say.
       const char* colour = e.image == "host" ? "#7048e8" : "#212529";
       const std::string what = e.hazard + " on " + e.tile + "'s " + e.image + " image";

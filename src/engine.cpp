@@ -105,7 +105,8 @@ Engine::Engine(const ControllerOptions& options)
   if (out_of_order) props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
   const unsigned n = policy == Policy::sync ? 1 : 2 + kernel_queue_count;
   for (unsigned i = 0; i < n; ++i)
-    queues.push_back(cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
+    queues.push_back(
+        cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
   if (kernel_cache_guard_) programs.add_build_option(kernel_cache_slot_.build_option());
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
@@ -173,9 +174,12 @@ unsigned Engine::next_kernel_lane() {
 std::string Engine::lane_name(const Request& r) const {
   switch (r.kind) {
     case Kind::host:
-    case Kind::release: return "host";
-    case Kind::wait: return "wait";
-    default: break;
+    case Kind::release:
+      return "host";
+    case Kind::wait:
+      return "wait";
+    default:
+      break;
   }
   if (policy == Policy::sync) return "queue";
   if (r.lane == 0) return "H2D";
@@ -414,8 +418,8 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
     return !tile || std::find(f.tiles.begin(), f.tiles.end(), tile->id) != f.tiles.end();
   };
   // Failures of other tiles stay, in order, for their own wait.
-  auto first_taken = std::stable_partition(failures_.begin(), failures_.end(),
-                                           [&](const Failure& f) { return !concerns_tile(f); });
+  auto first_taken =
+      std::stable_partition(failures_.begin(), failures_.end(), [&](const Failure& f) { return !concerns_tile(f); });
   std::vector<Failure> taken(std::make_move_iterator(first_taken), std::make_move_iterator(failures_.end()));
   failures_.erase(first_taken, failures_.end());
   for (auto& f : taken) {

@@ -32,7 +32,7 @@ class Engine {
   Policy policy = Policy::async;
   unsigned kernel_queue_count = 1;
   bool recording = false;
-  bool profiling = false;  // unset in the options: as recording
+  bool profiling = false;     // unset in the options: as recording
   bool out_of_order = false;  // async queues created with CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
   cl::Context context;
   std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one
@@ -56,18 +56,18 @@ class Engine {
   std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
   // Graph-side steps, one file each under graph_nodes/.
-  void dispatch(const RequestPtr& r);        // dispatcher.cpp
-  void enqueue(const RequestPtr& r);         // opencl_streaming.cpp
-  void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
-  void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
-  void settle_running_preds(Request& r);          // first the outcomes of what it waited on
+  void dispatch(const RequestPtr& r);              // dispatcher.cpp
+  void enqueue(const RequestPtr& r);               // opencl_streaming.cpp
+  void on_device_complete(const RequestPtr& r);    // callback_receiver.cpp
+  void finish_device(Request& r, cl_int status);   // an ended command's outcome, from its status
+  void settle_running_preds(Request& r);           // first the outcomes of what it waited on
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
   // device_faults.cpp: a command's status, a driver's fault report included (CL_QUEUED ...
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
   cl_int command_status(const Request& r);
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
-  void throw_if_lost() const;  // DeviceLost naming the first fault
-  void run_host(const RequestPtr& r);        // host_task_node.cpp
+  void throw_if_lost() const;                                          // DeviceLost naming the first fault
+  void run_host(const RequestPtr& r);                                  // host_task_node.cpp
   void finish(Request& r, Status s, std::string error = {});
   // An exception escaped the engine's own code in a node body: fail the request rather than leave
   // it (and everything after it) pending.
@@ -75,7 +75,7 @@ class Engine {
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
-  void flush(unsigned lane);                      // clFlush, under driver_lock()
+  void flush(unsigned lane);                     // clFlush, under driver_lock()
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
@@ -90,7 +90,7 @@ class Engine {
     std::vector<std::uint64_t> tiles;
   };
   std::vector<Failure> take_failures(const TileState* tile);  // null = all
-  void record_failure(Request& r, Status s);  // under r.m
+  void record_failure(Request& r, Status s);                  // under r.m
 
   using Tracker = DependencyTracker<RequestPtr>;
   using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
@@ -107,7 +107,7 @@ class Engine {
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.
   void refuse_blocking_inside_host_task(const std::string& what) const;
-  RequestPtr blocking_candidate(Request& wait);  // a pending device command safe to block on
+  RequestPtr blocking_candidate(Request& wait);                           // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // The streaming node's steps (opencl_streaming.cpp): count what r waits for, enqueue it once
   // nothing is left, and hand on the requests held back behind it.
@@ -166,7 +166,7 @@ class Engine {
   std::map<std::string, LastLaunch> last_launch_;  // by kernel name
 
   std::mutex watched_mutex_;
-  std::vector<RequestPtr> watched_;   // device requests with a host-side consumer, not yet seen complete
+  std::vector<RequestPtr> watched_;  // device requests with a host-side consumer, not yet seen complete
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;
@@ -198,7 +198,6 @@ class Engine {
   Streaming streaming_;
   HostNode host_;
   Receiver receiver_;
-
 };
 
 }  // namespace hetflow::detail

@@ -56,7 +56,8 @@ std::string Engine::topology_dot() const {
       "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eeeeee\", fontname=\"Helvetica\"];\n"
       "  user [label=\"user thread\\n(submit)\", shape=ellipse, fillcolor=white];\n"
       "  dispatcher [label=\"dispatcher\\nmultifunction_node, serial\\nhazards in program order\"];\n"
-      "  streaming [label=\"OpenCL streaming\\nasync_node, serial\\nclEnqueue* with wait lists\", fillcolor=\"#cfe2ff\"];\n"
+      "  streaming [label=\"OpenCL streaming\\nasync_node, serial\\nclEnqueue* with wait lists\", "
+      "fillcolor=\"#cfe2ff\"];\n"
       "  receiver [label=\"callback receiver\\nfunction_node, unlimited\", fillcolor=\"#cfe2ff\"];\n"
       "  host [label=\"host tasks\\nfunction_node, unlimited\", fillcolor=\"#d1e7dd\"];\n"
       "  waiters [label=\"waiters\\nwait(t) / wait_all\", shape=ellipse, fillcolor=white];\n";

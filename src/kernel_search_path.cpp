@@ -38,7 +38,8 @@ std::vector<std::string> kernel_search_path() {
   // The installed kernels sit at <prefix>/share/hetflow/kernels_cl next to <prefix>/lib*/libhetflow.so;
   // finding them from the library's own location keeps a relocated install working.
   if (!lib.empty()) dirs.push_back((lib.parent_path().parent_path() / "share" / "hetflow" / "kernels_cl").string());
-  if (std::find(dirs.begin(), dirs.end(), HETFLOW_INSTALL_KERNEL_DIR) == dirs.end()) dirs.push_back(HETFLOW_INSTALL_KERNEL_DIR);
+  if (std::find(dirs.begin(), dirs.end(), HETFLOW_INSTALL_KERNEL_DIR) == dirs.end())
+    dirs.push_back(HETFLOW_INSTALL_KERNEL_DIR);
   return dirs;
 }
 

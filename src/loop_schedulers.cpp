@@ -315,7 +315,8 @@ void OracleScheduler::on_device(unsigned d, std::size_t iterations, double secon
 
 void OracleScheduler::on_restart(std::size_t iterations, double last_call_seconds) {
   if (last_call_seconds > 0 && next_ > 0) {
-    if (best_seconds_ <= 0 || last_call_seconds < best_seconds_) best_seconds_ = last_call_seconds, best_share_ = current_;
+    if (best_seconds_ <= 0 || last_call_seconds < best_seconds_)
+      best_seconds_ = last_call_seconds, best_share_ = current_;
   }
   if (next_ == candidates_.size() && !refined_) {
     refined_ = true;  // the coarse grid is done: steps of 0.02 around its best
@@ -327,7 +328,8 @@ void OracleScheduler::on_restart(std::size_t iterations, double last_call_second
   current_ = next_ < candidates_.size() ? candidates_[next_++] : best_share_;
   // The devices' part, divided in proportion to what each did last (equally until measured).
   const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
-  const bool every_device_measured = std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
+  const bool every_device_measured =
+      std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
   std::vector<double> shares(devices_);
   for (unsigned d = 0; d < devices_; ++d)
     shares[d] = current_ * (every_device_measured ? device_thr_[d] / measured : 1.0 / double(devices_));

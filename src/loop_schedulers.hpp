@@ -158,7 +158,7 @@ class HGuidedScheduler : public LoopScheduler {
   std::size_t package(std::size_t remaining, double power) const;
   double k_;
   std::size_t min_chunk_;
-  double cpu_thr_ = 0;               // one CPU worker
+  double cpu_thr_ = 0;  // one CPU worker
   std::vector<double> device_thr_;
 };
 

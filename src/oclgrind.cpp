@@ -25,16 +25,19 @@ std::string register_oclgrind_if_named(std::string_view selection, bool loader_s
   if (library.empty()) return "Oclgrind is not installed (apt-get install oclgrind)";
   if (loader_started)
     return "the OpenCL ICD loader had already started in this process without it; register it before the "
-           "first OpenCL call (OCL_ICD_VENDORS=DIR, DIR holding oclgrind.icd that names " + library + ")";
+           "first OpenCL call (OCL_ICD_VENDORS=DIR, DIR holding oclgrind.icd that names " +
+           library + ")";
   namespace fs = std::filesystem;
   const char* current = std::getenv("OCL_ICD_VENDORS");
-  const fs::path from = current && *current && fs::is_directory(current) ? fs::path(current) : fs::path("/etc/OpenCL/vendors");
+  const fs::path from =
+      current && *current && fs::is_directory(current) ? fs::path(current) : fs::path("/etc/OpenCL/vendors");
   const fs::path dir = fs::temp_directory_path() / ("hetflow-icd-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return "cannot create " + dir.string() + ": " + ec.message();
   for (const auto& entry : fs::directory_iterator(from, ec))
-    if (entry.path().extension() == ".icd") fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing, ec);
+    if (entry.path().extension() == ".icd")
+      fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing, ec);
   std::ofstream(dir / "oclgrind.icd") << library << "\n";
   ::setenv("OCL_ICD_VENDORS", dir.c_str(), 1);
   return {};

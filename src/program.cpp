@@ -28,7 +28,10 @@ std::string with_arg_info(const std::string& options) {
 }  // namespace
 
 Program::Program(cl::Program program, cl::Context context, std::string label, std::string options)
-    : program_(std::move(program)), context_(std::move(context)), label_(std::move(label)), options_(std::move(options)) {
+    : program_(std::move(program)),
+      context_(std::move(context)),
+      label_(std::move(label)),
+      options_(std::move(options)) {
   kernel_names_ = split_names(program_.getInfo<CL_PROGRAM_KERNEL_NAMES>());
 }
 
@@ -38,8 +41,8 @@ Kernel Program::kernel(const std::string& name) const {
   if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
     std::string known;
     for (const auto& k : kernel_names_) known += (known.empty() ? "" : ", ") + k;
-    throw UsageError("program '" + label_ + "' has no kernel named '" + name + "'; its kernels are: " +
-                     (known.empty() ? "(none)" : known));
+    throw UsageError("program '" + label_ + "' has no kernel named '" + name +
+                     "'; its kernels are: " + (known.empty() ? "(none)" : known));
   }
   Kernel k;
   k.state_ = std::make_shared<Kernel::State>();

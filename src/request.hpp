@@ -23,21 +23,31 @@ enum class Status : std::uint8_t { pending, done, failed, cancelled };
 
 inline const char* to_string(Kind k) {
   switch (k) {
-    case Kind::h2d: return "H2D";
-    case Kind::d2h: return "D2H";
-    case Kind::kernel: return "kernel";
-    case Kind::host: return "host";
-    case Kind::wait: return "wait";
-    case Kind::release: return "free";
+    case Kind::h2d:
+      return "H2D";
+    case Kind::d2h:
+      return "D2H";
+    case Kind::kernel:
+      return "kernel";
+    case Kind::host:
+      return "host";
+    case Kind::wait:
+      return "wait";
+    case Kind::release:
+      return "free";
   }
   return "?";
 }
 inline const char* to_string(Status s) {
   switch (s) {
-    case Status::pending: return "pending";
-    case Status::done: return "done";
-    case Status::failed: return "failed";
-    case Status::cancelled: return "cancelled";
+    case Status::pending:
+      return "pending";
+    case Status::done:
+      return "done";
+    case Status::failed:
+      return "failed";
+    case Status::cancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -57,23 +67,23 @@ struct Request : std::enable_shared_from_this<Request> {
   Kernel kernel;
   std::optional<Range> range;
   std::vector<KernelArg> args;
-  std::function<void()> fn;            // host tasks; for `release`, what frees the tile
-  std::vector<RequestPtr> wait_for;    // wait requests on explicit requests (sync policy)
+  std::function<void()> fn;              // host tasks; for `release`, what frees the tile
+  std::vector<RequestPtr> wait_for;      // wait requests on explicit requests (sync policy)
   std::shared_ptr<TileState> wait_tile;  // wait(t): the tile; null with empty wait_for = wait_all
 
   // Set by the dispatcher, consumed by the streaming node or the arming of host-side requests.
-  std::vector<RequestPtr> preds;       // deduplicated, not known complete at dispatch (device requests:
-                                       // their device predecessors only)
-  std::string cancel_cause;            // non-empty: a predecessor failed; do not run
-  std::string failure;                 // device requests the driver refused: why (Engine::end_after_preds)
+  std::vector<RequestPtr> preds;  // deduplicated, not known complete at dispatch (device requests:
+                                  // their device predecessors only)
+  std::string cancel_cause;       // non-empty: a predecessor failed; do not run
+  std::string failure;            // device requests the driver refused: why (Engine::end_after_preds)
 
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
   // predecessor has ended (and succeeded; else the request is cancelled) and every device
   // predecessor is enqueued (docs/architecture.md, "Host → device edges"). So no OpenCL command
   // ever waits on an event the engine could fail, and every enqueued command completes without
   // the host's help.
-  std::atomic<int> enqueue_unmet{0};   // predecessors still to end or be enqueued, +1 while arming
-  bool streaming_armed = false;        // the streaming node has counted its device predecessors
+  std::atomic<int> enqueue_unmet{0};  // predecessors still to end or be enqueued, +1 while arming
+  bool streaming_armed = false;       // the streaming node has counted its device predecessors
 
   // Device side (written by the streaming node before anyone can read it through `finished`).
   std::atomic<cl_event> event{nullptr};
@@ -81,13 +91,13 @@ struct Request : std::enable_shared_from_this<Request> {
   // Completion, guarded by `m`.
   std::mutex m;
   bool finished = false;
-  bool watch_requested = false;        // a host-side consumer needs the completion callback
-  bool watched = false;                // the callback is registered
-  std::vector<RequestPtr> waiters;     // host-side consumers to release at completion
+  bool watch_requested = false;     // a host-side consumer needs the completion callback
+  bool watched = false;             // the callback is registered
+  std::vector<RequestPtr> waiters;  // host-side consumers to release at completion
   // Device requests waiting for this one to end (a host request) or be enqueued (a device
   // request). If it fails first they are cancelled, once their other predecessors have ended.
   std::vector<RequestPtr> held;
-  bool launched = false;               // device requests: enqueued, `held` released
+  bool launched = false;  // device requests: enqueued, `held` released
   // Device commands whose wait list holds this request's event. If this request fails, OpenCL
   // terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).
@@ -101,7 +111,7 @@ struct Request : std::enable_shared_from_this<Request> {
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
   std::string error;
-  std::exception_ptr exception;        // host tasks: what fn threw
+  std::exception_ptr exception;  // host tasks: what fn threw
 
   // Host-side consumers: predecessors still to complete (+1 while arming).
   std::atomic<int> unmet{0};
@@ -113,7 +123,7 @@ struct Request : std::enable_shared_from_this<Request> {
 
   // Recording (dumps, traces).
   std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1, enqueue_ns = -1;
-  std::string worker;                  // host tasks: which worker ran it
+  std::string worker;  // host tasks: which worker ran it
   std::vector<EdgeRecord> edges;
 
   Request() { live.fetch_add(1, std::memory_order_relaxed); }

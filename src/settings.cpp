@@ -20,7 +20,8 @@ const std::vector<Setting>& environment_settings() {
        "how the async queues are created"},
       {"HETFLOW_KERNEL_PATH", "directories separated by ':'", "none",
        "searched first for .cl files, before the source tree's and the installed kernels_cl/"},
-      {"HETFLOW_LOG", "trace | debug | info | warn | error | critical | off", "warn", "what the library logs to stderr"},
+      {"HETFLOW_LOG", "trace | debug | info | warn | error | critical | off", "warn",
+       "what the library logs to stderr"},
       {"HETFLOW_DUMP", "a file path", "none",
        "when a controller ends, its task graph as JSON there, with .dot and .topology.dot beside it"},
       {"HETFLOW_TRACE", "a file path", "none", "when a controller ends, its timeline there as Chrome trace-event JSON"},
@@ -104,8 +105,8 @@ std::vector<std::string> env_kernel_path() {
 }
 
 std::optional<int> env_log_level() {
-  return env_word<int>("HETFLOW_LOG", {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warn", 3}, {"error", 4},
-                                       {"critical", 5}, {"off", 6}});
+  return env_word<int>(
+      "HETFLOW_LOG", {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warn", 3}, {"error", 4}, {"critical", 5}, {"off", 6}});
 }
 
 bool env_switch(const char* name) { return env_word<bool>(name, {{"1", true}, {"0", false}}).value_or(false); }

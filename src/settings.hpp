@@ -11,11 +11,11 @@
 
 namespace hetflow::detail {
 
-std::optional<Policy> env_policy();                  // HETFLOW_POLICY
-std::optional<unsigned> env_kernel_queues();         // HETFLOW_KERNEL_QUEUES, 1..64
-std::optional<QueueOrder> env_queue_order();         // HETFLOW_QUEUE_ORDER
+std::optional<Policy> env_policy();                     // HETFLOW_POLICY
+std::optional<unsigned> env_kernel_queues();            // HETFLOW_KERNEL_QUEUES, 1..64
+std::optional<QueueOrder> env_queue_order();            // HETFLOW_QUEUE_ORDER
 std::optional<std::string> env_text(const char* name);  // HETFLOW_DEVICE, HETFLOW_DUMP, HETFLOW_TRACE
-std::vector<std::string> env_kernel_path();          // HETFLOW_KERNEL_PATH, ':'-separated
+std::vector<std::string> env_kernel_path();             // HETFLOW_KERNEL_PATH, ':'-separated
 // HETFLOW_LOG as spdlog's level number: trace 0 … off 6.
 std::optional<int> env_log_level();
 // The HETFLOW_DEBUG_* switches: "1" on, "0" off.

@@ -1,5 +1,5 @@
-// Chrome trace-event JSON of a run (docs/architecture.md, "Dumps and traces") and the summary `hetflow report` prints from it:
-// busy time per lane, overlap, idle gaps and the critical path.
+// Chrome trace-event JSON of a run (docs/architecture.md, "Dumps and traces") and the summary `hetflow report` prints
+// from it: busy time per lane, overlap, idle gaps and the critical path.
 #include <hetflow/controller.hpp>
 #include <hetflow/errors.hpp>
 #include <hetflow/trace.hpp>
@@ -73,8 +73,14 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
     if (!r.error.empty()) args["error"] = r.error;
     if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
     if (r.enqueue_ns >= 0) args["enqueue_ns"] = r.enqueue_ns;
-    slices.push_back(ojson{{"ph", "X"}, {"name", r.name}, {"cat", r.kind}, {"pid", trace_pid}, {"tid", tid},
-                          {"ts", to_us(iv->start_ns)}, {"dur", to_us(iv->length())}, {"args", std::move(args)}});
+    slices.push_back(ojson{{"ph", "X"},
+                           {"name", r.name},
+                           {"cat", r.kind},
+                           {"pid", trace_pid},
+                           {"tid", tid},
+                           {"ts", to_us(iv->start_ns)},
+                           {"dur", to_us(iv->length())},
+                           {"args", std::move(args)}});
   }
   std::stable_sort(slices.begin(), slices.end(),
                    [](const ojson& a, const ojson& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
@@ -83,11 +89,13 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
   std::string process = "hetflow";
   if (!info.device.empty()) process += " — " + info.device;
   if (!info.policy.empty()) process += " (" + info.policy + ")";
-  events.push_back(ojson{{"ph", "M"}, {"name", "process_name"}, {"pid", trace_pid}, {"tid", 0}, {"args", {{"name", process}}}});
+  events.push_back(
+      ojson{{"ph", "M"}, {"name", "process_name"}, {"pid", trace_pid}, {"tid", 0}, {"args", {{"name", process}}}});
   for (const auto& [tid, lane] : tracks) {
-    events.push_back(ojson{{"ph", "M"}, {"name", "thread_name"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"name", lane}}}});
     events.push_back(
-        ojson{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+        ojson{{"ph", "M"}, {"name", "thread_name"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"name", lane}}}});
+    events.push_back(ojson{
+        {"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
   }
   for (auto& s : slices) events.push_back(std::move(s));
 
@@ -100,12 +108,26 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
       if (from == placed.end() || to == placed.end()) continue;
       const auto mid = [](const TimeInterval& iv) { return to_us(iv.start_ns) + to_us(iv.length()) / 2.0; };
       const std::string name = e.hazard + " " + e.tile;
-      const ojson args{{"from_slot", e.from_slot}, {"to_slot", e.to_slot}, {"image", e.image}, {"region", e.region.str(e.dims)}};
+      const ojson args{
+          {"from_slot", e.from_slot}, {"to_slot", e.to_slot}, {"image", e.image}, {"region", e.region.str(e.dims)}};
       ++flow_id;
-      events.push_back(ojson{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
-                            {"tid", from->second.first}, {"ts", mid(from->second.second)}, {"args", args}});
-      events.push_back(ojson{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "hazard"}, {"pid", trace_pid},
-                            {"tid", to->second.first}, {"ts", mid(to->second.second)}, {"args", args}});
+      events.push_back(ojson{{"ph", "s"},
+                             {"id", flow_id},
+                             {"name", name},
+                             {"cat", "hazard"},
+                             {"pid", trace_pid},
+                             {"tid", from->second.first},
+                             {"ts", mid(from->second.second)},
+                             {"args", args}});
+      events.push_back(ojson{{"ph", "f"},
+                             {"bp", "e"},
+                             {"id", flow_id},
+                             {"name", name},
+                             {"cat", "hazard"},
+                             {"pid", trace_pid},
+                             {"tid", to->second.first},
+                             {"ts", mid(to->second.second)},
+                             {"args", args}});
     }
 
   // Key order matters: Perfetto's JSON reader wants displayTimeUnit first and stops reading at
@@ -221,7 +243,8 @@ TraceSummary summarize(const std::string& text) {
       const json args = ev.value("args", json::object());
       if (ev.value("name", "") == "thread_name" && args.contains("name") && args["name"].is_string())
         names[tid_of(ev)] = args["name"].get<std::string>();
-      if (ev.value("name", "") == "thread_sort_index" && args.contains("sort_index") && args["sort_index"].is_number_integer())
+      if (ev.value("name", "") == "thread_sort_index" && args.contains("sort_index") &&
+          args["sort_index"].is_number_integer())
         sort_index[tid_of(ev)] = args["sort_index"].get<int>();
       continue;
     }
@@ -304,7 +327,8 @@ TraceSummary summarize(const std::string& text) {
   };
   const json* embedded = nullptr;
   if (doc.is_object())
-    if (auto h = doc.find("hetflow"); h != doc.end() && h->is_object() && h->contains("edges") && (*h)["edges"].is_array())
+    if (auto h = doc.find("hetflow");
+        h != doc.end() && h->is_object() && h->contains("edges") && (*h)["edges"].is_array())
       embedded = &(*h)["edges"];
   if (embedded) {
     for (const auto& e : *embedded) {
@@ -350,7 +374,8 @@ TraceSummary summarize(const std::string& text) {
       if (--indegree[v] == 0) ready.push_back(v);
     }
   }
-  const auto work_count = std::size_t(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.work; }));
+  const auto work_count =
+      std::size_t(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.work; }));
   if (order.size() != work_count) bad("its edges form a cycle");
   std::size_t end = order.front();
   for (std::size_t u : order)
@@ -391,7 +416,11 @@ std::string to_json(const TraceSummary& s) {
   for (const auto& g : s.idle_gaps) gaps.push_back(json{{"start_ns", g.start_ns}, {"end_ns", g.end_ns}});
   json path = json::array();
   for (const auto& p : s.critical_path)
-    path.push_back(json{{"id", p.id}, {"name", p.name}, {"kind", p.kind}, {"lane", p.lane}, {"start_ns", p.start_ns},
+    path.push_back(json{{"id", p.id},
+                        {"name", p.name},
+                        {"kind", p.kind},
+                        {"lane", p.lane},
+                        {"start_ns", p.start_ns},
                         {"end_ns", p.end_ns}});
   json doc{{"device", s.device},
            {"policy", s.policy},

@@ -30,7 +30,8 @@ bool all_equal(const hetflow::Tile<T>& t, T v) {
 // change(t, v) of the validation cases (docs/architecture.md): a host task that sets every element of t to v.
 template <class T>
 void change(hetflow::Controller& c, hetflow::Tile<T>& t, T v) {
-  c.host_task("change(" + t.name() + ")", [t, v]() mutable { fill(t, v); }, hetflow::out(t));
+  c.host_task(
+      "change(" + t.name() + ")", [t, v]() mutable { fill(t, v); }, hetflow::out(t));
 }
 
 struct Interval {
@@ -94,7 +95,8 @@ inline std::vector<hetflow::Tile<float>> run_t07(AppendixCase& t, std::size_t n)
 
 // The requests of T-05 (with_d = false) and T-06 on fresh tiles of n floats a=1, b=0, c=2, d=3;
 // `sync_before_change` is the original sequence's sync before change(c,0), which tracking host
-// tasks' accesses (docs/architecture.md, "Hazards") makes unnecessary. Ends with wait_all; returns the tiles (a, b, c, d).
+// tasks' accesses (docs/architecture.md, "Hazards") makes unnecessary. Ends with wait_all; returns the tiles (a, b, c,
+// d).
 inline std::vector<hetflow::Tile<float>> run_t05_t06(AppendixCase& t, std::size_t n, bool with_d,
                                                      bool sync_before_change) {
   auto a = t.c.tile<float>(n, "a"), b = t.c.tile<float>(n, "b"), c = t.c.tile<float>(n, "c"),

@@ -44,7 +44,8 @@ TEST_CASE("a faulting kernel, in a process of its own per configuration: reporte
   const char* paths[] = {"", "HETFLOW_DEBUG_STEPS_ON_WORKERS=1 ", "HETFLOW_DEBUG_DROP_CALLBACKS=1 "};
   for (const char* path : paths)
     for (const char* cfg : configs) {
-      const std::string command = std::string("HETFLOW_DEBUG_FAULT_KERNEL=oob ") + path + HETFLOW_DEVICE_FAULT_PATH + " " + cfg;
+      const std::string command =
+          std::string("HETFLOW_DEBUG_FAULT_KERNEL=oob ") + path + HETFLOW_DEVICE_FAULT_PATH + " " + cfg;
       CAPTURE(command);
       const auto r = test::run_command(command);
       INFO(r.output);
@@ -69,7 +70,8 @@ TEST_CASE("a fault is seen however completion arrives: a host task waiting on it
         c.move_from(x);
         bool ran = false, refused = false;
         try {
-          c.host_task("reads x", [&ran] { ran = true; }, in(x));  // waits for the D2H, which waited for the kernel
+          c.host_task(
+              "reads x", [&ran] { ran = true; }, in(x));  // waits for the D2H, which waited for the kernel
         } catch (const DeviceLost&) {
           // Under sync move_from blocked until the fault was seen; under async the engine may have
           // seen it already (a poll, a pruning of finished accesses).
@@ -105,14 +107,24 @@ TEST_CASE("a lost controller refuses every request, tile and wait at once, and l
     Controller c(test::options(p, 3));
     auto k = oob_kernel(c);
     auto x = c.tile<int>(10, "x"), kept = c.tile<int>(10, "kept");
-    c.host_task("writes kept", [kept]() mutable { for (int i = 0; i < 10; ++i) kept[i] = 100 + i; }, out(kept));
+    c.host_task(
+        "writes kept",
+        [kept]() mutable {
+          for (int i = 0; i < 10; ++i) kept[i] = 100 + i;
+        },
+        out(kept));
     c.launch(k, Range(10), out(x));
     c.move_from(x);
     CHECK_THROWS_AS(c.wait_all(), RequestFailed);  // the fault itself, once
     check_lost([&] { c.move_to(kept); }, "move_to");
     check_lost([&] { c.move_from(x); }, "move_from");
     check_lost([&] { c.launch(k, Range(10), out(x)); }, "launch");
-    check_lost([&] { c.host_task("h", [] {}, in(kept)); }, "host_task");
+    check_lost(
+        [&] {
+          c.host_task(
+              "h", [] {}, in(kept));
+        },
+        "host_task");
     check_lost([&] { (void)c.tile<int>(10, "late"); }, "tile");
     check_lost([&] { (void)c.device_tile<int>(10, "late"); }, "device_tile");
     check_lost([&] { c.wait(kept); }, "wait");

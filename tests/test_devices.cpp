@@ -36,7 +36,7 @@ TEST_CASE("selection forms over a listed machine") {
   CHECK(select_device_from(machine, "GPU", "test").device.name == "NVIDIA H200");
   CHECK(select_device_from(machine, "cpu", "test").device.name == "pthread-skylake");
   CHECK(select_device_from(machine, "1:1", "test").device.name == "NVIDIA H100");
-  CHECK(select_device_from(machine, "h100", "test").device.name == "NVIDIA H100");        // device name substring
+  CHECK(select_device_from(machine, "h100", "test").device.name == "NVIDIA H100");          // device name substring
   CHECK(select_device_from(machine, "portable", "test").device.name == "pthread-skylake");  // platform name substring
   const std::vector<DeviceInfo> cpu_only(machine.begin(), machine.begin() + 1);
   CHECK(select_device_from(cpu_only, "", "default").device.name == "pthread-skylake");
@@ -103,8 +103,8 @@ TEST_CASE("hetflow devices prints the devices and the default with its reason") 
 
 TEST_CASE("no OpenCL platform is a clear error with the fix, not a crash") {
   // The ICD loader reads vendor files from OCL_ICD_VENDORS: an empty directory means no platform.
-  const auto out = test::run_command("OCL_ICD_VENDORS=/nonexistent-hetflow-vendors " + std::string(HETFLOW_CLI_PATH) +
-                                     " devices");
+  const auto out =
+      test::run_command("OCL_ICD_VENDORS=/nonexistent-hetflow-vendors " + std::string(HETFLOW_CLI_PATH) + " devices");
   CHECK(out.status == 1);
   CHECK(out.output.find("no OpenCL platform found") != std::string::npos);
   CHECK(out.output.find("pocl-opencl-icd") != std::string::npos);

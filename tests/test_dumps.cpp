@@ -1,5 +1,5 @@
-// Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (docs/architecture.md, "Dumps and traces"): the pure
-// formats on hand-made records and traces, then dumps of the Appendix A cases run on the device.
+// Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (docs/architecture.md, "Dumps and traces"):
+// the pure formats on hand-made records and traces, then dumps of the Appendix A cases run on the device.
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
@@ -38,9 +38,13 @@ fs::path out_dir() {
 
 std::string slurp(const fs::path& p) { return hetflow::detail::read_text_file(p.string(), "test file"); }
 
-void spit(const fs::path& p, const std::string& text) { hetflow::detail::write_text_file(p.string(), text, "test file"); }
+void spit(const fs::path& p, const std::string& text) {
+  hetflow::detail::write_text_file(p.string(), text, "test file");
+}
 
-test::CommandResult cli(const std::string& args) { return test::run_command(std::string(HETFLOW_CLI_PATH) + " " + args); }
+test::CommandResult cli(const std::string& args) {
+  return test::run_command(std::string(HETFLOW_CLI_PATH) + " " + args);
+}
 
 // A path as one shell word.
 std::string quoted(const fs::path& p) {
@@ -108,7 +112,8 @@ const Policy policies[] = {Policy::async, Policy::sync};
 // ---- pure formats ----------------------------------------------------------------------------
 
 TEST_CASE("to_json writes the documented schema and from_json reads it back") {
-  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 100, 200), node(2, "kernel", "k", "kernel0", 250, 900),
+  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 100, 200),
+                                  node(2, "kernel", "k", "kernel0", 250, 900),
                                   node(3, "host", "check \"x\"", "host0", -1, -1, "cancelled")};
   recs[1].in_edges.push_back(edge(1, 2));
   EdgeRecord e2 = edge(2, 3, "RAW", "img");
@@ -182,8 +187,8 @@ TEST_CASE("from_json says what is wrong with a file that is not a dump") {
     return std::string("(no error)");
   };
   CHECK(message("{ not json").find("not JSON") != std::string::npos);
-  CHECK(message(R"({"format":"something-else","version":1,"nodes":[],"edges":[]})").find("\"format\" is \"something-else\"") !=
-        std::string::npos);
+  CHECK(message(R"({"format":"something-else","version":1,"nodes":[],"edges":[]})")
+            .find("\"format\" is \"something-else\"") != std::string::npos);
   CHECK(message(R"({"nodes":[],"edges":[]})").find("no \"format\"") != std::string::npos);
   CHECK(message(R"({"format":"hetflow-dump","version":7,"nodes":[],"edges":[]})").find("version") != std::string::npos);
   CHECK(message(R"({"format":"hetflow-dump","version":1,"edges":[]})").find("\"nodes\"") != std::string::npos);
@@ -204,7 +209,8 @@ TEST_CASE("from_json says what is wrong with a file that is not a dump") {
 }
 
 TEST_CASE("to_dot colours nodes by kind, marks failed and cancelled ones, and labels edges") {
-  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 10), node(2, "kernel", "k", "kernel0", 10, 20, "failed"),
+  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 10),
+                                  node(2, "kernel", "k", "kernel0", 10, 20, "failed"),
                                   node(3, "D2H", "move_from(b)", "D2H", -1, -1, "cancelled"),
                                   node(4, "host", "h", "host0", 30, 40), node(5, "wait", "wait_all", "wait", -1, 50)};
   recs[1].error = "CL_OUT_OF_RESOURCES";
@@ -268,11 +274,16 @@ json hand_trace(bool embed_edges) {
     double ts, dur;
     const char* kind;
   };
-  const S slices[] = {{1, 1, 0, 10, "H2D"},  {2, 10, 10, 30, "kernel"}, {3, 1, 20, 10, "H2D"},
+  const S slices[] = {{1, 1, 0, 10, "H2D"}, {2, 10, 10, 30, "kernel"}, {3, 1, 20, 10, "H2D"},
                       {4, 2, 45, 5, "D2H"}, {5, 1, 60, 2, "H2D"},      {6, 2000000, 0, 62, "wait"}};
   for (const auto& s : slices)
-    ev.push_back({{"ph", "X"}, {"name", "r" + std::to_string(s.id)}, {"pid", 1}, {"tid", s.tid}, {"ts", s.ts},
-                  {"dur", s.dur}, {"args", {{"id", s.id}, {"kind", s.kind}, {"status", "done"}}}});
+    ev.push_back({{"ph", "X"},
+                  {"name", "r" + std::to_string(s.id)},
+                  {"pid", 1},
+                  {"tid", s.tid},
+                  {"ts", s.ts},
+                  {"dur", s.dur},
+                  {"args", {{"id", s.id}, {"kind", s.kind}, {"status", "done"}}}});
   const std::pair<int, int> edges[] = {{1, 2}, {1, 3}, {2, 4}, {3, 4}, {4, 5}};
   json doc{{"traceEvents", ev}};
   if (embed_edges) {
@@ -285,10 +296,21 @@ json hand_trace(bool embed_edges) {
       const S& a = slices[from - 1];
       const S& b = slices[to - 1];
       ++flow;
-      doc["traceEvents"].push_back({{"ph", "s"}, {"id", flow}, {"cat", "hazard"}, {"name", "RAW"}, {"pid", 1},
-                                    {"tid", a.tid}, {"ts", a.ts + a.dur / 2}});
-      doc["traceEvents"].push_back({{"ph", "f"}, {"bp", "e"}, {"id", flow}, {"cat", "hazard"}, {"name", "RAW"},
-                                    {"pid", 1}, {"tid", b.tid}, {"ts", b.ts + b.dur / 2}});
+      doc["traceEvents"].push_back({{"ph", "s"},
+                                    {"id", flow},
+                                    {"cat", "hazard"},
+                                    {"name", "RAW"},
+                                    {"pid", 1},
+                                    {"tid", a.tid},
+                                    {"ts", a.ts + a.dur / 2}});
+      doc["traceEvents"].push_back({{"ph", "f"},
+                                    {"bp", "e"},
+                                    {"id", flow},
+                                    {"cat", "hazard"},
+                                    {"name", "RAW"},
+                                    {"pid", 1},
+                                    {"tid", b.tid},
+                                    {"ts", b.ts + b.dur / 2}});
     }
   }
   return doc;
@@ -332,7 +354,8 @@ TEST_CASE("summarize_trace: busy, overlap, gaps and critical path of a hand-made
   }
   SUBCASE("errors") {
     CHECK_THROWS_WITH_AS(hetflow::summarize_trace("[1, 2"), doctest::Contains("not JSON"), hetflow::Error);
-    CHECK_THROWS_WITH_AS(hetflow::summarize_trace(R"({"nodes": []})"), doctest::Contains("traceEvents"), hetflow::Error);
+    CHECK_THROWS_WITH_AS(hetflow::summarize_trace(R"({"nodes": []})"), doctest::Contains("traceEvents"),
+                         hetflow::Error);
   }
 }
 
@@ -389,10 +412,10 @@ TEST_CASE("T-03 dump: H2D a → kernel → D2H b, RAW on the device images") {
   CHECK(edges_between(dump, h2d, d2h).empty());
 
   const std::string dot = slurp(dir / "t03.dot");
-  CHECK(dot.find("n" + std::to_string(h2d) + " -> n" + std::to_string(k) + " [label=\"RAW a [0:10000000) offloading_write→kernel_read\"") !=
-        std::string::npos);
-  CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(d2h) + " [label=\"RAW b [0:1000) kernel_write→offloading_read\"") !=
-        std::string::npos);
+  CHECK(dot.find("n" + std::to_string(h2d) + " -> n" + std::to_string(k) +
+                 " [label=\"RAW a [0:10000000) offloading_write→kernel_read\"") != std::string::npos);
+  CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(d2h) +
+                 " [label=\"RAW b [0:1000) kernel_write→offloading_read\"") != std::string::npos);
   // Graphviz accepts it.
   const auto r = test::run_command("dot -Tsvg " + quoted(dir / "t03.dot") + " -o " + quoted(dir / "t03.svg"));
   CHECK_MESSAGE(r.status == 0, r.output);
@@ -415,8 +438,8 @@ TEST_CASE("T-07 dump: the WAR edge from the kernel reading a to the second move_
     CHECK(war[0]["from_slot"] == "kernel_read");
     CHECK(war[0]["to_slot"] == "offloading_write");
     const std::string dot = hetflow::to_dot(t.c.records(), hetflow::graph_info(t.c));
-    CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(h2d) + " [label=\"WAR a [0:1000) kernel_read→offloading_write\"") !=
-          std::string::npos);
+    CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(h2d) +
+                   " [label=\"WAR a [0:1000) kernel_read→offloading_write\"") != std::string::npos);
   }
 }
 
@@ -733,7 +756,8 @@ TEST_CASE("the lanes layout puts each lane in its own row and every request righ
     for (const auto& e : r.in_edges) CHECK(pos_of(e.from).first < pos_of(r.id).first);
   CHECK(pos_of(1).second > pos_of(2).second);  // H2D above the kernel lanes
   CHECK(pos_of(5).second < pos_of(2).second);  // D2H below them
-  const std::string graphviz = hetflow::to_dot(recs, {}, hetflow::DotOptions{true, hetflow::DotOptions::Layout::graphviz});
+  const std::string graphviz =
+      hetflow::to_dot(recs, {}, hetflow::DotOptions{true, hetflow::DotOptions::Layout::graphviz});
   CHECK(graphviz.find("pos=") == std::string::npos);
 }
 
@@ -756,7 +780,8 @@ TEST_CASE("hetflow dump renders a 10,000-request graph within 10 s, and windows 
   REQUIRE(r.status == 0);
   CHECK(r.output.find("showing 61 of 9996 requests") != std::string::npos);
   CHECK(slurp(dir / "big-window.png").rfind("\x89PNG", 0) == 0);
-  r = cli("dump " + quoted(file) + " --tile frame0 --to 300 --layout graphviz --all-edges --dot " + quoted(dir / "tile.dot"));
+  r = cli("dump " + quoted(file) + " --tile frame0 --to 300 --layout graphviz --all-edges --dot " +
+          quoted(dir / "tile.dot"));
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(slurp(dir / "tile.dot").find("frame1") == std::string::npos);

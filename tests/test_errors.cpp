@@ -16,10 +16,11 @@ const Policy policies[] = {Policy::async, Policy::sync};
 // A kernel whose work-group size is fixed at 8, so a launch with another one reaches the driver
 // (hetflow's own checks pass it) and is refused there: a driver failure on every device.
 Kernel needs_8_kernel(Controller& c) {
-  return c.kernel_from_source("kernel __attribute__((reqd_work_group_size(8, 1, 1)))"
-                              " void needs_8(global float* x, int n, float f) {"
-                              " const int i = get_global_id(0); if (i < n) x[i] = x[i] * f + 1.0f; }",
-                              "needs_8");
+  return c.kernel_from_source(
+      "kernel __attribute__((reqd_work_group_size(8, 1, 1)))"
+      " void needs_8(global float* x, int n, float f) {"
+      " const int i = get_global_id(0); if (i < n) x[i] = x[i] * f + 1.0f; }",
+      "needs_8");
 }
 
 using test::check_still_works;
@@ -69,16 +70,28 @@ TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use a
     Controller other(test::options(p));
     auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
     auto t = c.tile<float>(Extent(16, 8), "t");
-    check_usage_error([&] { c.move_to(t.region(Box{{0, 4, 0}, {16, 5, 1}})); }, {"move_to(t)", "out of the bounds", "[0:16, 4:9)"});
+    check_usage_error(
+        [&] {
+          c.move_to(t.region(Box{{0, 4, 0}, {16, 5, 1}}));
+        },
+        {"move_to(t)", "out of the bounds", "[0:16, 4:9)"});
     check_usage_error([&] { c.move_from(t.rows(8, 1)); }, {"out of the bounds"});
-    check_usage_error([&] { c.launch(scale, Range(16), io(t.region(Box{{10, 0, 0}, {7, 1, 1}})), 16, 1.0f); },
-                      {"scale_in_place", "out of the bounds"});
+    check_usage_error(
+        [&] {
+          c.launch(scale, Range(16), io(t.region(Box{{10, 0, 0}, {7, 1, 1}})), 16, 1.0f);
+        },
+        {"scale_in_place", "out of the bounds"});
     check_usage_error([&] { c.move_to(t.region(Box{{0, 0, 0}, {0, 1, 1}})); }, {"empty"});
 
     auto dev = c.device_tile<float>(32, "scratch");
     check_usage_error([&] { c.move_to(dev); }, {"move_to(scratch)", "device-only"});
     check_usage_error([&] { c.move_from(dev); }, {"device-only"});
-    check_usage_error([&] { c.host_task("peek", [] {}, in(dev)); }, {"peek", "device-only"});
+    check_usage_error(
+        [&] {
+          c.host_task(
+              "peek", [] {}, in(dev));
+        },
+        {"peek", "device-only"});
     CHECK_THROWS_AS(dev.data(), UsageError);
 
     auto foreign = other.tile<float>(16, "foreign");
@@ -112,7 +125,8 @@ TEST_CASE("an OpenCL failure fails the request, cancels its dependants, and the 
     c.launch(needs_8_kernel(c), Range(64).local(16), io(x), 64, 2.0f);
     c.move_from(x);  // depends on the failed kernel: cancelled, so the host image keeps its 1s
     std::atomic<bool> host_ran{false};
-    c.host_task("after-failed-kernel", [&] { host_ran = true; }, in(x));
+    c.host_task(
+        "after-failed-kernel", [&] { host_ran = true; }, in(x));
     try {
       c.wait(x);
       FAIL("wait did not throw");
@@ -139,12 +153,16 @@ TEST_CASE("a host task that throws fails, its dependants are cancelled, and the 
     test::fill(y, 5.0f);
     c.move_to(y);
     c.wait_all();
-    c.host_task("bad-producer", [&] {
-      test::fill(y, 9.0f);
-      throw std::runtime_error("sensor unplugged");
-    }, out(y));
+    c.host_task(
+        "bad-producer",
+        [&] {
+          test::fill(y, 9.0f);
+          throw std::runtime_error("sensor unplugged");
+        },
+        out(y));
     std::atomic<bool> consumer_ran{false};
-    c.host_task("consumer", [&] { consumer_ran = true; }, in(y));
+    c.host_task(
+        "consumer", [&] { consumer_ran = true; }, in(y));
     c.move_to(y);  // a device command gated on the failed host task: must not run
     try {
       c.wait_all();
@@ -197,7 +215,8 @@ TEST_CASE("a host task that blocks on its own controller gets a UsageError, not 
     auto a = c.tile<float>(16, "a"), u = c.tile<float>(16, "u");
     test::fill(u, 1.0f);
     c.move_to(u);
-    c.host_task("waits", [&] { c.wait(u); }, hetflow::out(a));
+    c.host_task(
+        "waits", [&] { c.wait(u); }, hetflow::out(a));
     c.host_task("waits for all", [&] { c.wait_all(); });
     CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("wait(u) inside host task 'waits' of the same controller"),
                          RequestFailed);
@@ -212,8 +231,10 @@ TEST_CASE("a host task that blocks on its own controller gets a UsageError, not 
       CHECK(test::all_equal(u, 3.0f));
     } else {
       c.host_task("moves", [&] { c.move_from(u); });
-      CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("'move_from(u)' under the sync policy (it blocks until done) inside host task 'moves'"),
-                           RequestFailed);
+      CHECK_THROWS_WITH_AS(
+          c.wait_all(),
+          doctest::Contains("'move_from(u)' under the sync policy (it blocks until done) inside host task 'moves'"),
+          RequestFailed);
     }
     check_still_works(c);
   }
@@ -222,9 +243,10 @@ TEST_CASE("a host task that blocks on its own controller gets a UsageError, not 
 TEST_CASE("what the device cannot do is a UsageError naming the limit, before the driver sees it") {
   Controller c(test::options(Policy::async));
   const DeviceInfo& dev = c.device();
-  auto k = c.kernel_from_source("kernel void uses_local(global float* x, local float* scratch) {"
-                                " scratch[get_local_id(0)] = x[get_global_id(0)]; }",
-                                "uses_local");
+  auto k = c.kernel_from_source(
+      "kernel void uses_local(global float* x, local float* scratch) {"
+      " scratch[get_local_id(0)] = x[get_global_id(0)]; }",
+      "uses_local");
   auto x = c.tile<float>(64, "x");
   // PoCL aborted the process on this one (a plain OpenCL program does too).
   CHECK_THROWS_WITH_AS(c.launch(k, Range(64), io(x), local_mem<float>(1u << 28)),
@@ -234,13 +256,14 @@ TEST_CASE("what the device cannot do is a UsageError naming the limit, before th
   CHECK_THROWS_WITH_AS(c.launch(k, Range(64).local(dev.max_work_group_size + 1), io(x), local_mem<float>(64)),
                        doctest::Contains("CL_DEVICE_MAX_"), UsageError);
   // Sizes that overflow or exceed the largest allocation name the tile and the numbers.
-  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{std::size_t(1) << 33, std::size_t(1) << 31}, "huge"),
-                       doctest::Contains("tile 'huge' of 8589934592 x 2147483648 x 1 elements of 4 bytes: its size in bytes overflows"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(
+      c.tile<float>(Extent{std::size_t(1) << 33, std::size_t(1) << 31}, "huge"),
+      doctest::Contains("tile 'huge' of 8589934592 x 2147483648 x 1 elements of 4 bytes: its size in bytes overflows"),
+      UsageError);
   CHECK_THROWS_WITH_AS(c.tile<float>(Extent{(std::size_t(1) << 62) + 1, 4}, "wraps"), doctest::Contains("overflows"),
                        UsageError);
-  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{std::size_t(1) << 40}, "big"), doctest::Contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(c.tile<float>(Extent{std::size_t(1) << 40}, "big"),
+                       doctest::Contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"), UsageError);
   CHECK_THROWS_WITH_AS(c.tile<float>(Extent{16, 0}, "flat"), doctest::Contains("a zero extent"), UsageError);
   // A launch within the limits still runs.
   c.launch(k, Range(64).local(16), io(x), local_mem<float>(16));
@@ -259,9 +282,11 @@ TEST_CASE("RequestFailed carries each failed or cancelled request as data, with 
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));
     auto x = c.tile<float>(16, "x"), y = c.tile<float>(16, "y");
-    c.host_task("read sensor", [] { throw SensorOffline(7); }, out(x));
-    c.move_to(x);                                              // cancelled
-    c.host_task("copy", [x, y] { y[0] = x[0]; }, in(x), out(y));  // cancelled
+    c.host_task(
+        "read sensor", [] { throw SensorOffline(7); }, out(x));
+    c.move_to(x);  // cancelled
+    c.host_task(
+        "copy", [x, y] { y[0] = x[0]; }, in(x), out(y));  // cancelled
     try {
       c.wait_all();
       FAIL("wait_all did not throw");
@@ -324,12 +349,13 @@ TEST_CASE("sizes that overflow are UsageErrors naming the numbers: extents of ev
   // Regions whose offset + size wraps around: out of bounds, not a small region.
   CHECK_THROWS_WITH_AS(c.move_to(t.region(Box{{SIZE_MAX, 0, 0}, {2, 1, 1}})), doctest::Contains("out of the bounds"),
                        UsageError);
-  CHECK_THROWS_WITH_AS(c.move_to(t.region(Box{{2, 0, 0}, {SIZE_MAX - 1, 1, 1}})), doctest::Contains("out of the bounds"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(c.move_to(t.region(Box{{2, 0, 0}, {SIZE_MAX - 1, 1, 1}})),
+                       doctest::Contains("out of the bounds"), UsageError);
   CHECK_THROWS_WITH_AS(c.move_to(t.rows(SIZE_MAX, 2)), doctest::Contains("out of the bounds"), UsageError);
   auto k = c.kernel("hetflow_test.cl", "scale_in_place");
   auto x = c.tile<float>(64, "x");
-  CHECK_THROWS_WITH_AS(c.launch(k, Range(64).offset(SIZE_MAX), io(x), 64, 1.0f), doctest::Contains("overflows"), UsageError);
+  CHECK_THROWS_WITH_AS(c.launch(k, Range(64).offset(SIZE_MAX), io(x), 64, 1.0f), doctest::Contains("overflows"),
+                       UsageError);
   CHECK_THROWS_WITH_AS(c.launch(k, Range(huge, huge), io(x), 64, 1.0f), doctest::Contains("overflows"), UsageError);
   CHECK_NOTHROW(c.wait_all());
 }
@@ -347,7 +373,7 @@ TEST_CASE("a refused launch ends after the commands it depends on, so a wait on 
     test::fill(b, 0.0f);
     c.move_to(a);
     c.move_to(b);
-    c.launch(copy, Range(64).local(64), in(a), out(b), 1000, 20000);  // long: b = a
+    c.launch(copy, Range(64).local(64), in(a), out(b), 1000, 20000);    // long: b = a
     c.launch(needs_8_kernel(c), Range(64).local(16), io(b), 64, 2.0f);  // refused by the driver
     CHECK_THROWS_WITH_AS(c.wait(b), doctest::Contains("CL_INVALID_WORK_GROUP_SIZE"), RequestFailed);
     c.move_from(b);

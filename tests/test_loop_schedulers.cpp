@@ -218,7 +218,8 @@ TEST_CASE("the oracle tries static shares call by call and keeps the fastest") {
   CHECK(each_once(settled));
 }
 
-TEST_CASE("with two devices LogFit and HGuided use both: near twice one device's throughput, unequal devices balanced") {
+TEST_CASE(
+    "with two devices LogFit and HGuided use both: near twice one device's throughput, unequal devices balanced") {
   const std::size_t n = 50'000'000;
   for (const char* which : {"logfit", "hguided"}) {
     const std::string name = which;
@@ -237,8 +238,8 @@ TEST_CASE("with two devices LogFit and HGuided use both: near twice one device's
     CHECK(each_once(b));
     CHECK(each_once(c));
     MESSAGE(name << ": two devices " << a.end() / b.end() << "x one device; unequal pair at "
-                  << ideal_seconds(unequal, n) / c.end() << " of the ideal, split " << c.per_device[0] << " / "
-                  << c.per_device[1]);
+                 << ideal_seconds(unequal, n) / c.end() << " of the ideal, split " << c.per_device[0] << " / "
+                 << c.per_device[1]);
     CHECK(a.end() / b.end() >= 1.8);
     CHECK(ideal_seconds(unequal, n) / c.end() >= 0.85);
     CHECK(c.per_device[0] > 2 * c.per_device[1]);  // the faster device did more

@@ -8,11 +8,11 @@
 // device images initialised to different values; then up to 60 requests: move_to / move_from of
 // the whole tile or a region (a 2-D region may be whole rows or a rectangle, which takes the
 // rect-transfer path), kernels and host tasks over a box shared by their tiles (tiles may alias:
-// in(a) and out(a) of one box), bands (2-4 launches of one kernel on disjoint parts of a box), some of them "slow" (the kernel spins, the host task sleeps) so
-// hazards stay in flight, wait(t) and wait_all — after which the host images are compared too.
-// At the end: wait_all, move_from of every tile, wait_all, compare every host image; then the
-// tracker must be empty. Recording is off (the history would keep every request alive and hide
-// lifetime bugs). A failure prints the seed, the configuration and the whole program.
+// in(a) and out(a) of one box), bands (2-4 launches of one kernel on disjoint parts of a box), some of them "slow" (the
+// kernel spins, the host task sleeps) so hazards stay in flight, wait(t) and wait_all — after which the host images are
+// compared too. At the end: wait_all, move_from of every tile, wait_all, compare every host image; then the tracker
+// must be empty. Recording is off (the history would keep every request alive and hide lifetime bugs). A failure prints
+// the seed, the configuration and the whole program.
 //
 // Knobs (environment):
 //   HETFLOW_RP_SEED=S       run only program S (under every configuration), e.g. to reproduce a failure
@@ -115,32 +115,44 @@ inline float host_fill(std::size_t gx, std::size_t gy, float k) { return k - flo
 enum class Op {
   move_to,
   move_from,
-  k_mix,          // rp_mix: in(a) in(b) out(o)
-  k_update,       // rp_update: io(o) in(a)
-  k_fill,         // rp_fill: out(o)
-  k_mix_inputs,   // hetflow_test.cl mix_inputs (1-D tiles): in(a) in(b) out(o)
-  k_scale,        // hetflow_test.cl scale_in_place (1-D tile): io(o)
-  h_mix,          // host task: in(a) in(b) out(o)
-  h_update,       // host task: io(o) in(a)
-  h_fill,         // host task: out(o)
+  k_mix,         // rp_mix: in(a) in(b) out(o)
+  k_update,      // rp_update: io(o) in(a)
+  k_fill,        // rp_fill: out(o)
+  k_mix_inputs,  // hetflow_test.cl mix_inputs (1-D tiles): in(a) in(b) out(o)
+  k_scale,       // hetflow_test.cl scale_in_place (1-D tile): io(o)
+  h_mix,         // host task: in(a) in(b) out(o)
+  h_update,      // host task: io(o) in(a)
+  h_fill,        // host task: out(o)
   wait_tile,
   wait_all,
 };
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::move_to: return "move_to";
-    case Op::move_from: return "move_from";
-    case Op::k_mix: return "launch rp_mix";
-    case Op::k_update: return "launch rp_update";
-    case Op::k_fill: return "launch rp_fill";
-    case Op::k_mix_inputs: return "launch mix_inputs";
-    case Op::k_scale: return "launch scale_in_place";
-    case Op::h_mix: return "host_task mix";
-    case Op::h_update: return "host_task update";
-    case Op::h_fill: return "host_task fill";
-    case Op::wait_tile: return "wait";
-    case Op::wait_all: return "wait_all";
+    case Op::move_to:
+      return "move_to";
+    case Op::move_from:
+      return "move_from";
+    case Op::k_mix:
+      return "launch rp_mix";
+    case Op::k_update:
+      return "launch rp_update";
+    case Op::k_fill:
+      return "launch rp_fill";
+    case Op::k_mix_inputs:
+      return "launch mix_inputs";
+    case Op::k_scale:
+      return "launch scale_in_place";
+    case Op::h_mix:
+      return "host_task mix";
+    case Op::h_update:
+      return "host_task update";
+    case Op::h_fill:
+      return "host_task fill";
+    case Op::wait_tile:
+      return "wait";
+    case Op::wait_all:
+      return "wait_all";
   }
   return "?";
 }
@@ -167,7 +179,7 @@ struct Program {
 class Rng {
  public:
   explicit Rng(std::uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
-  std::size_t below(std::size_t n) { return std::size_t(g_() % n); }  // [0, n)
+  std::size_t below(std::size_t n) { return std::size_t(g_() % n); }                       // [0, n)
   std::size_t between(std::size_t lo, std::size_t hi) { return lo + below(hi - lo + 1); }  // [lo, hi]
   bool chance(unsigned percent) { return below(100) < percent; }
 
@@ -177,9 +189,7 @@ class Rng {
 
 bool is_whole(const Box& b, const Extent& e) { return b == Box::whole(e); }
 
-std::string region_text(const Box& b, const Extent& e) {
-  return is_whole(b, e) ? std::string() : b.str(e.dims);
-}
+std::string region_text(const Box& b, const Extent& e) { return is_whole(b, e) ? std::string() : b.str(e.dims); }
 
 std::string tile_arg(const Program& p, int t, const Box& b) {
   return std::string("t") + std::to_string(t) + region_text(b, p.tiles[t].extent);
@@ -192,7 +202,9 @@ std::string describe(const Req& r, const Program& p) {
   std::snprintf(k, sizeof k, "%g", double(r.k));
   switch (r.op) {
     case Op::move_to:
-    case Op::move_from: s << "(" << tile_arg(p, r.o, r.box) << ")"; break;
+    case Op::move_from:
+      s << "(" << tile_arg(p, r.o, r.box) << ")";
+      break;
     case Op::k_mix:
     case Op::k_mix_inputs:
     case Op::h_mix:
@@ -204,10 +216,17 @@ std::string describe(const Req& r, const Program& p) {
       s << " io(" << tile_arg(p, r.o, r.box) << ") in(" << tile_arg(p, r.a, r.box) << ") k=" << k;
       break;
     case Op::k_fill:
-    case Op::h_fill: s << " out(" << tile_arg(p, r.o, r.box) << ") k=" << k; break;
-    case Op::k_scale: s << " io(" << tile_arg(p, r.o, r.box) << ") factor=" << k; break;
-    case Op::wait_tile: s << "(t" << r.o << ")"; break;
-    case Op::wait_all: break;
+    case Op::h_fill:
+      s << " out(" << tile_arg(p, r.o, r.box) << ") k=" << k;
+      break;
+    case Op::k_scale:
+      s << " io(" << tile_arg(p, r.o, r.box) << ") factor=" << k;
+      break;
+    case Op::wait_tile:
+      s << "(t" << r.o << ")";
+      break;
+    case Op::wait_all:
+      break;
   }
   if (r.slow) s << " slow";
   if (r.fails) s << " THROWS";
@@ -338,11 +357,14 @@ Program generate(std::uint64_t seed, bool failures) {
         r.o = pick();
         r.box = random_box(rng, p.tiles[r.o].extent);
         break;
-      case Op::wait_tile: r.o = pick(); break;
-      case Op::wait_all: break;
+      case Op::wait_tile:
+        r.o = pick();
+        break;
+      case Op::wait_all:
+        break;
     }
-    const bool can_be_slow = r.op == Op::k_mix || r.op == Op::k_update || r.op == Op::h_mix || r.op == Op::h_update ||
-                             r.op == Op::h_fill;
+    const bool can_be_slow =
+        r.op == Op::k_mix || r.op == Op::k_update || r.op == Op::h_mix || r.op == Op::h_update || r.op == Op::h_fill;
     r.slow = can_be_slow && rng.chance(8);
     if (failures && (r.op == Op::h_mix || r.op == Op::h_update || r.op == Op::h_fill)) r.fails = rng.chance(12);
     if ((r.op == Op::k_update || r.op == Op::k_fill) && rng.chance(25)) {
@@ -422,9 +444,8 @@ class FailureModel {
       return concerns;
     });
     for (auto& [k, list] : lists_)
-      std::erase_if(list, [&](const Entry& e) {
-        return std::find(reported.begin(), reported.end(), e.index) != reported.end();
-      });
+      std::erase_if(
+          list, [&](const Entry& e) { return std::find(reported.begin(), reported.end(), e.index) != reported.end(); });
     return reported.size();
   }
 
@@ -451,18 +472,28 @@ std::vector<FailureModel::Touch> touches_of(const Req& r) {
   auto out = [&](int t, bool dev) { return FailureModel::Touch{t, dev, b, false, true}; };
   auto io = [&](int t, bool dev) { return FailureModel::Touch{t, dev, b, true, true}; };
   switch (r.op) {
-    case Op::move_to: return {in(r.o, false), out(r.o, true)};
-    case Op::move_from: return {in(r.o, true), out(r.o, false)};
+    case Op::move_to:
+      return {in(r.o, false), out(r.o, true)};
+    case Op::move_from:
+      return {in(r.o, true), out(r.o, false)};
     case Op::k_mix:
-    case Op::k_mix_inputs: return {in(r.a, true), in(r.b, true), out(r.o, true)};
-    case Op::k_update: return {io(r.o, true), in(r.a, true)};
-    case Op::k_fill: return {out(r.o, true)};
-    case Op::k_scale: return {io(r.o, true)};
-    case Op::h_mix: return {in(r.a, false), in(r.b, false), out(r.o, false)};
-    case Op::h_update: return {io(r.o, false), in(r.a, false)};
-    case Op::h_fill: return {out(r.o, false)};
+    case Op::k_mix_inputs:
+      return {in(r.a, true), in(r.b, true), out(r.o, true)};
+    case Op::k_update:
+      return {io(r.o, true), in(r.a, true)};
+    case Op::k_fill:
+      return {out(r.o, true)};
+    case Op::k_scale:
+      return {io(r.o, true)};
+    case Op::h_mix:
+      return {in(r.a, false), in(r.b, false), out(r.o, false)};
+    case Op::h_update:
+      return {io(r.o, false), in(r.a, false)};
+    case Op::h_fill:
+      return {out(r.o, false)};
     case Op::wait_tile:
-    case Op::wait_all: break;
+    case Op::wait_all:
+      break;
   }
   return {};
 }
@@ -513,20 +544,33 @@ struct Reference {
         for_box(r.box, [&](auto gx, auto gy) { H[r.o][at(r.o, gx, gy)] = D[r.o][at(r.o, gx, gy)]; });
         break;
       case Op::k_mix:
-      case Op::k_mix_inputs: mix(D, dev_mix); break;
-      case Op::k_update: update(D, dev_update); break;
-      case Op::k_fill: fill(D, dev_fill); break;
+      case Op::k_mix_inputs:
+        mix(D, dev_mix);
+        break;
+      case Op::k_update:
+        update(D, dev_update);
+        break;
+      case Op::k_fill:
+        fill(D, dev_fill);
+        break;
       case Op::k_scale:
         for_box(r.box, [&](auto gx, auto gy) {
           float& o = D[r.o][at(r.o, gx, gy)];
           o = dev_scale(o, r.k);
         });
         break;
-      case Op::h_mix: mix(H, host_mix); break;
-      case Op::h_update: update(H, host_update); break;
-      case Op::h_fill: fill(H, host_fill); break;
+      case Op::h_mix:
+        mix(H, host_mix);
+        break;
+      case Op::h_update:
+        update(H, host_update);
+        break;
+      case Op::h_fill:
+        fill(H, host_fill);
+        break;
       case Op::wait_tile:
-      case Op::wait_all: break;
+      case Op::wait_all:
+        break;
     }
   }
 };
@@ -562,9 +606,10 @@ class Watchdog {
       cv_.wait_for(lock, std::chrono::seconds(1));
       if (!stop_ && std::chrono::steady_clock::now() - last_ > limit_) {
         const int at = step_.load(std::memory_order_relaxed);
-        std::fprintf(stderr, "\nHANG: no progress for %lld s, %s %d; in flight:\n%s\n", (long long)limit_.count(),
-                     at >= 0 ? "blocked in the call of request #" : "blocked outside the requests (-1: set-up, -2: end):",
-                     at, what_.c_str());
+        std::fprintf(
+            stderr, "\nHANG: no progress for %lld s, %s %d; in flight:\n%s\n", (long long)limit_.count(),
+            at >= 0 ? "blocked in the call of request #" : "blocked outside the requests (-1: set-up, -2: end):", at,
+            what_.c_str());
         std::fflush(stderr);
         std::_Exit(3);
       }
@@ -596,9 +641,12 @@ struct Kernels {
 Access arg(hetflow::Role role, const Tile<float>& t, const Box& b) {
   const bool whole = is_whole(b, t.extent());
   switch (role) {
-    case hetflow::Role::in: return whole ? hetflow::in(t) : hetflow::in(t.region(b));
-    case hetflow::Role::out: return whole ? hetflow::out(t) : hetflow::out(t.region(b));
-    default: return whole ? hetflow::io(t) : hetflow::io(t.region(b));
+    case hetflow::Role::in:
+      return whole ? hetflow::in(t) : hetflow::in(t.region(b));
+    case hetflow::Role::out:
+      return whole ? hetflow::out(t) : hetflow::out(t.region(b));
+    default:
+      return whole ? hetflow::io(t) : hetflow::io(t.region(b));
   }
 }
 
@@ -642,7 +690,7 @@ struct Config {
   Policy policy;
   unsigned queues;
   bool failures = false;                       // host tasks throw now and then
-  std::optional<hetflow::QueueOrder> order{};   // unset: the device's default
+  std::optional<hetflow::QueueOrder> order{};  // unset: the device's default
   std::string name() const {
     std::string s = hetflow::to_string(policy);
     if (policy == Policy::async) s += ", " + std::to_string(queues) + " kernel queue(s)";
@@ -685,8 +733,7 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
       got = std::strtoul(text.c_str(), nullptr, 10);
       const auto lines = std::size_t(std::count(text.begin(), text.end(), '\n'));
       const auto causes = count_of(text, "not run: request #") + count_of(text, "threw: injected failure");
-      if (lines != got || causes != got)
-        errors += "  " + which + ": a report line without its cause:\n" + text + "\n";
+      if (lines != got || causes != got) errors += "  " + which + ": a report line without its cause:\n" + text + "\n";
     }
     if (got != expected)
       errors += "  " + which + " reported " + std::to_string(got) + " failed or cancelled request(s), expected " +
@@ -732,8 +779,7 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
       }
       case Op::k_fill: {
         const Box& b = r.box;
-        c.launch(k.fill, box_range(b), arg(Role::out, T[r.o], b),
-                 int(T[r.o].extent().x), r.k);
+        c.launch(k.fill, box_range(b), arg(Role::out, T[r.o], b), int(T[r.o].extent().x), r.k);
         break;
       }
       case Op::k_mix_inputs: {
@@ -800,17 +846,20 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
         break;
       }
       case Op::wait_tile:
-        expect_reports(ref.failures.report(r.o), [&] { c.wait(T[r.o]); }, tag + " wait(t" + std::to_string(r.o) + ")");
+        expect_reports(
+            ref.failures.report(r.o), [&] { c.wait(T[r.o]); }, tag + " wait(t" + std::to_string(r.o) + ")");
         check_tile(r.o, "after " + tag + " wait(t" + std::to_string(r.o) + ")");
         break;
       case Op::wait_all:
-        expect_reports(ref.failures.report(-1), [&] { c.wait_all(); }, tag + " wait_all");
+        expect_reports(
+            ref.failures.report(-1), [&] { c.wait_all(); }, tag + " wait_all");
         for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "after " + tag + " wait_all");
         break;
     }
   }
   dog.step(-2);
-  expect_reports(ref.failures.report(-1), [&] { c.wait_all(); }, "the final wait_all");
+  expect_reports(
+      ref.failures.report(-1), [&] { c.wait_all(); }, "the final wait_all");
   if (!errors.empty()) return errors;
   for (std::size_t t = 0; t < T.size(); ++t) {
     c.move_from(T[t]);
@@ -877,17 +926,18 @@ void run_config(const Config& cfg, std::uint64_t first_seed, std::size_t count) 
     if (!errors.empty()) {
       ++failures;
       FAIL_CHECK("random program failed: seed " << p.seed << ", configuration " << cfg.name()
-                                                    << " (reproduce: HETFLOW_RP_SEED=" << p.seed << ")\n"
-                                                    << errors << text);
+                                                << " (reproduce: HETFLOW_RP_SEED=" << p.seed << ")\n"
+                                                << errors << text);
       if (failures >= 5) {
         FAIL("stopping after 5 failing programs");
       }
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE(cfg.name() << ": " << count << " programs (seeds " << first_seed << ".." << first_seed + count - 1 << "), "
-                     << requests << " requests, " << failures << " failing, " << secs << " s"
-                     << (cfg.failures ? ", " + std::to_string(throwing) + " with a host task that throws" : std::string()));
+  MESSAGE(
+      cfg.name() << ": " << count << " programs (seeds " << first_seed << ".." << first_seed + count - 1 << "), "
+                 << requests << " requests, " << failures << " failing, " << secs << " s"
+                 << (cfg.failures ? ", " + std::to_string(throwing) + " with a host task that throws" : std::string()));
 }
 
 }  // namespace
@@ -984,7 +1034,7 @@ TEST_CASE("regression: a predecessor's event outlives the enqueue that waits on 
     dog.begin("regression ping-pong, " + std::to_string(queues) + " kernel queue(s)");
     const int iterations = 20'000;
     for (int i = 0; i < iterations; ++i) {
-      c.move_to(a);  // H2D queue
+      c.move_to(a);                                                     // H2D queue
       if (i % 2) c.launch(scale, Range(16), hetflow::io(a), 16, 1.0f);  // kernel queue: x + 1
       c.move_from(a);  // D2H queue, waiting on the events of the two above
       if (i % 1000 == 999) c.wait_all();
@@ -1017,7 +1067,7 @@ TEST_CASE("regression: a sync request's implicit wait stays alive while the call
   for (int i = 0; i < iterations; ++i) {
     c.move_to(a);  // returns when done
     c.launch(scale, Range(16), hetflow::io(a), 16, 1.0f);
-    c.move_from(a);  // returns when done
+    c.move_from(a);                                                      // returns when done
     if (i % 4 == 3) c.host_task([a] { a[0] += 1.0f; }, hetflow::io(a));  // returns when done
   }
   c.wait_all();
@@ -1026,7 +1076,6 @@ TEST_CASE("regression: a sync request's implicit wait stays alive while the call
   for (std::size_t i = 1; i < a.size(); ++i) ok = ok && a[i] == float(i) + float(iterations);
   CHECK(ok);
 }
-
 
 // Regression (found by the random programs with callbacks dropped, after waits began blocking in
 // clWaitForEvents): a wait may block on a device command only if nothing it needs runs on the
@@ -1048,8 +1097,12 @@ TEST_CASE("regression: a wait does not block on a command queued behind a host-g
     t.c.move_to(src);
     t.K(src, x, 20000);  // long: x = src
     t.c.move_from(x);
-    t.c.host_task("a = x + 1", [x, a] { for (std::size_t i = 0; i < a.size(); ++i) a[i] = x[i] + 1.0f; },
-                  hetflow::in(x), hetflow::out(a));
+    t.c.host_task(
+        "a = x + 1",
+        [x, a] {
+          for (std::size_t i = 0; i < a.size(); ++i) a[i] = x[i] + 1.0f;
+        },
+        hetflow::in(x), hetflow::out(a));
     t.c.move_to(a);  // gated on the host task
     t.c.move_to(b);  // behind it on the same queue
     dog.step(0);
@@ -1086,13 +1139,15 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
     Controller c(opts);
     auto y = c.tile<float>(64, "y"), z = c.tile<float>(64, "z");
     Watchdog dog(std::chrono::seconds(60));
-    dog.begin(std::string("regression: failed gate before enqueue, ") + test::policy_name(run.policy) + ", " + run.order_name);
+    dog.begin(std::string("regression: failed gate before enqueue, ") + test::policy_name(run.policy) + ", " +
+              run.order_name);
     const int rounds = run.policy == Policy::async ? 300 : 50;
     int spurious = 0;
     for (int i = 0; i < rounds; ++i) {
       dog.step(i);
       try {
-        c.host_task("fails", [] { throw std::runtime_error("no data"); }, hetflow::out(y));
+        c.host_task(
+            "fails", [] { throw std::runtime_error("no data"); }, hetflow::out(y));
         c.move_to(y);  // gated on the failing host task
         c.move_to(z);  // same queue, after it, independent of it
         c.wait_all();
@@ -1112,7 +1167,7 @@ TEST_CASE("regression: a command gated on a host task that failed before its enq
       CHECK(test::all_equal(z, float(i)));
     }
     CHECK(spurious == 0);
-    MESSAGE(test::policy_name(run.policy) << ", " << run.order_name << ": move_to(z) failed with move_to(y) in " << spurious
-                                          << " of " << rounds << " rounds");
+    MESSAGE(test::policy_name(run.policy) << ", " << run.order_name << ": move_to(z) failed with move_to(y) in "
+                                          << spurious << " of " << rounds << " rounds");
   }
 }

@@ -19,12 +19,15 @@ struct Env {
 }  // namespace
 
 TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") {
-  const std::pair<const char*, const char*> cases[] = {
-      {"HETFLOW_POLICY", "fast"},          {"HETFLOW_KERNEL_QUEUES", "0"},
-      {"HETFLOW_KERNEL_QUEUES", "65"},     {"HETFLOW_KERNEL_QUEUES", "3x"},
-      {"HETFLOW_QUEUE_ORDER", "sideways"}, {"HETFLOW_LOG", "verbose"},
-      {"HETFLOW_DEBUG_DROP_CALLBACKS", "yes"}, {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "on"},
-      {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "true"}};
+  const std::pair<const char*, const char*> cases[] = {{"HETFLOW_POLICY", "fast"},
+                                                       {"HETFLOW_KERNEL_QUEUES", "0"},
+                                                       {"HETFLOW_KERNEL_QUEUES", "65"},
+                                                       {"HETFLOW_KERNEL_QUEUES", "3x"},
+                                                       {"HETFLOW_QUEUE_ORDER", "sideways"},
+                                                       {"HETFLOW_LOG", "verbose"},
+                                                       {"HETFLOW_DEBUG_DROP_CALLBACKS", "yes"},
+                                                       {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "on"},
+                                                       {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "true"}};
   for (auto [name, value] : cases) {
     CAPTURE(name);
     CAPTURE(value);

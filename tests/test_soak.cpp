@@ -194,12 +194,12 @@ void soak(Policy policy, unsigned kernel_queues) {
   const double secs_after_warm = std::chrono::duration<double>(t1 - t_warm).count();
   const double growth = mib(rss_end) - mib(rss_warm);
 
-  MESSAGE(std::string(hetflow::to_string(policy)) << ", " << kernel_queues << " kernel queue(s): " << requests
-                                      << " requests in " << secs << " s (" << 1e6 * secs / double(requests)
-                                      << " us each; " << secs_after_warm << " s after warm-up); RSS " << mib(rss_warm)
-                                      << " MiB after warm-up (" << warmup << " requests), " << mib(rss_end)
-                                      << " MiB at the end (growth " << growth << " MiB); tracker max " << max_tracked
-                                      << " after " << waits << " wait_all; " << tile_checks << " tile checks");
+  MESSAGE(std::string(hetflow::to_string(policy))
+          << ", " << kernel_queues << " kernel queue(s): " << requests << " requests in " << secs << " s ("
+          << 1e6 * secs / double(requests) << " us each; " << secs_after_warm << " s after warm-up); RSS "
+          << mib(rss_warm) << " MiB after warm-up (" << warmup << " requests), " << mib(rss_end)
+          << " MiB at the end (growth " << growth << " MiB); tracker max " << max_tracked << " after " << waits
+          << " wait_all; " << tile_checks << " tile checks");
   CHECK_MESSAGE(first_mismatch.empty(), "host image differs from the model: " << first_mismatch);
   CHECK(requests >= total);
   CHECK(rss_warm > 0);

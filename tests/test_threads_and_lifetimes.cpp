@@ -18,11 +18,14 @@ TEST_CASE("free(t): requests submitted before it still use the tile; nothing aft
     c.move_to(t);
     c.move_from(t);
     // Reads t's host image through its handle, after free(t) was called.
-    c.host_task("sum t", [t, sum] {
-      float s = 0;
-      for (float v : t.host()) s += v;
-      sum[0] = s;
-    }, in(t), out(sum));
+    c.host_task(
+        "sum t",
+        [t, sum] {
+          float s = 0;
+          for (float v : t.host()) s += v;
+          sum[0] = s;
+        },
+        in(t), out(sum));
     c.free(t);
     CHECK_THROWS_WITH_AS(c.move_to(t), doctest::Contains("used after free"), UsageError);
     CHECK_THROWS_WITH_AS(t.data(), "tile 't' used after free", UsageError);
@@ -50,7 +53,8 @@ TEST_CASE("several threads submit and wait on one controller at once") {
       workers.emplace_back([&, i] {
         Tile<float> t = tiles[std::size_t(i)];
         for (int r = 0; r < rounds; ++r) {
-          c.host_task("fill", [t, r]() mutable { test::fill(t, float(r)); }, out(t));
+          c.host_task(
+              "fill", [t, r]() mutable { test::fill(t, float(r)); }, out(t));
           c.move_to(t);
           c.launch(k, Range(64), io(t), 64, 2.0f);  // 2r + 1
           c.move_from(t);
@@ -79,10 +83,11 @@ TEST_CASE("failed requests and their cancelled dependants are freed: 10,000 of t
   auto x = c.tile<float>(1024, "x");
   const long before = detail::Request::live.load();
   for (int i = 0; i < 2500; ++i) {
-    c.host_task("fails", [] { throw std::runtime_error("planned"); }, out(x));
-    c.move_to(x);                                   // cancelled
-    c.launch(k, Range(1024), io(x), 1024, 1.0f);    // cancelled
-    c.move_from(x);                                 // cancelled
+    c.host_task(
+        "fails", [] { throw std::runtime_error("planned"); }, out(x));
+    c.move_to(x);                                 // cancelled
+    c.launch(k, Range(1024), io(x), 1024, 1.0f);  // cancelled
+    c.move_from(x);                               // cancelled
     CHECK_THROWS_AS(c.wait(x), RequestFailed);
   }
   c.wait_all();

@@ -85,7 +85,7 @@ TEST_CASE("each row of the hazard table waits on exactly the slots it lists") {
 
 TEST_CASE("edges carry the hazard kind and both slot names") {
   Fixture f;
-  f.submit(1, ops[0]);  // H2D
+  f.submit(1, ops[0]);           // H2D
   auto e = f.submit(2, ops[2]);  // kernel IN: RAW on the device image
   REQUIRE(e.size() == 1);
   CHECK(e[0].hazard == Hazard::RAW);
@@ -111,7 +111,7 @@ TEST_CASE("disjoint regions are independent, overlapping regions are ordered") {
   const Box left{{0, 0, 0}, {50, 1, 1}}, right{{50, 0, 0}, {50, 1, 1}}, middle{{40, 0, 0}, {20, 1, 1}};
   CHECK(f.submit(1, ops[3], left).empty());   // kernel OUT left
   CHECK(f.submit(2, ops[3], right).empty());  // kernel OUT right: disjoint
-  auto e = f.submit(3, ops[1], middle);      // D2H middle overlaps both writers
+  auto e = f.submit(3, ops[1], middle);       // D2H middle overlaps both writers
   CHECK(waited_slots(e) == std::set<std::string>{"kernel_write"});
   REQUIRE(e.size() == 2);
   CHECK(e[0].region == (Box{{40, 0, 0}, {10, 1, 1}}));

@@ -121,7 +121,8 @@ TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
       wl::sobel_reference(input[i].data(), ref.data(), w, h);
       for (std::size_t k = 0; k < ref.size(); ++k) {
         const float expected = std::min(255.0f, std::round(ref[k]));
-        if (std::abs(got[k] - expected) > 1.0f) FAIL_CHECK("frame " << i << " pixel " << k << ": " << got[k] << " vs " << expected);
+        if (std::abs(got[k] - expected) > 1.0f)
+          FAIL_CHECK("frame " << i << " pixel " << k << ": " << got[k] << " vs " << expected);
       }
     }
     CHECK_FALSE(reader.read_luma(got.data()));

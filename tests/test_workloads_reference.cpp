@@ -197,7 +197,7 @@ TEST_CASE("workloads_reference: jacobi.cl: 25 steps on a 66x66 grid equal jacobi
   const int n = 66, iterations = 25;
   std::vector<float> grid;
   wl::jacobi_initial_grid(grid, n);
-  CHECK(grid[5] == 1.0f);                       // top row
+  CHECK(grid[5] == 1.0f);                                // top row
   CHECK(grid[static_cast<std::size_t>(n) * 3] == 0.0f);  // left column
   std::vector<float> ref = grid;
   wl::jacobi_reference(ref, n, iterations);
@@ -326,8 +326,7 @@ TEST_CASE("workloads_reference: native workloads reject bad parameters and missi
   CHECK_THROWS_AS(nat::run_jacobi(env().device, {64, 10, 0, kKernelDir}, nat::Mode::async), hetflow::UsageError);
   CHECK_THROWS_AS(nat::run_matpow(env().device, {72, 2, kKernelDir}, nat::Mode::sync), hetflow::UsageError);
   const std::string missing = HETFLOW_TEST_SOURCE_DIR "/no-such-kernel-dir";
-  const std::string msg =
-      error_message([&] { nat::run_sobel(env().device, {8, 8, 1, missing}, nat::Mode::sync); });
+  const std::string msg = error_message([&] { nat::run_sobel(env().device, {8, 8, 1, missing}, nat::Mode::sync); });
   CHECK(msg.find("sobel.cl") != std::string::npos);
   CHECK(msg.find("no-such-kernel-dir") != std::string::npos);
   CHECK_THROWS_AS(nat::locate_kernel_file("nothing.cl", missing), hetflow::FileNotFoundError);
@@ -353,7 +352,7 @@ TEST_CASE("workloads_reference: Y4M: three frames round-trip through Y4mWriter a
   const int w = 20, h = 12;
   std::vector<std::vector<float>> frames(3, std::vector<float>(w * h));
   for (int i = 0; i < 3; ++i) wl::generate_frame(frames[i].data(), w, h, i);
-  frames[1][0] = -7.0f;  // clamped to 0
+  frames[1][0] = -7.0f;   // clamped to 0
   frames[1][1] = 300.0f;  // clamped to 255
   frames[1][2] = NAN;     // written as 0
   {
@@ -411,8 +410,8 @@ TEST_CASE("workloads_reference: Y4M: other colour spaces, frame parameters and h
   CHECK_FALSE(reader.read_luma(got.data()));
 
   // Cmono: no chroma at all.
-  write_bytes(file.path, std::string("YUV4MPEG2 H1 W2 Cmono\nFRAME\n") + char(1) + char(2) + "FRAME\n" + char(3) +
-                             char(4));
+  write_bytes(file.path,
+              std::string("YUV4MPEG2 H1 W2 Cmono\nFRAME\n") + char(1) + char(2) + "FRAME\n" + char(3) + char(4));
   wl::Y4mReader mono(file.path);
   std::vector<float> two(2);
   REQUIRE(mono.read_luma(two.data()));

@@ -12,7 +12,7 @@ build=${HETFLOW_BUILD_DIR:-$root/build}
 
 packages=(build-essential cmake pkg-config libtbb-dev ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
           libspdlog-dev doctest-dev pocl-opencl-icd libcli11-dev nlohmann-json3-dev graphviz clinfo oclgrind
-          libstarpu-dev)
+          libstarpu-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -34,9 +34,11 @@ cmake --build "$build" -j "$jobs"
 if [ "$mode" = demo ]; then
   exec "$build/bin/hetflow" run sobel
 fi
-# First the sanitizer builds of the engine's lifetime, thread and failure tests — ASan+UBSan, then
+# First the layout check (tools/check-format.sh), then the sanitizer builds of the engine's lifetime,
+# thread and failure tests — ASan+UBSan, then
 # TSan with an instrumented oneTBB (HETFLOW_SANITIZERS=0 skips both) — then the whole suite, whose
 # closing line is the run's.
+bash "$root/tools/check-format.sh"
 if [ "${HETFLOW_SANITIZERS:-1}" != 0 ]; then
   bash "$root/tools/sanitize.sh"
   bash "$root/tools/tsan.sh"

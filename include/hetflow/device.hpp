@@ -17,7 +17,7 @@ struct DeviceInfo {
   std::string platform_version;
   std::string name;
   std::string vendor;
-  std::string version;         // CL_DEVICE_VERSION, e.g. "OpenCL 3.0 CUDA"
+  std::string version;  // CL_DEVICE_VERSION, e.g. "OpenCL 3.0 CUDA"
   std::string driver_version;
   cl_device_type type = 0;
   unsigned compute_units = 0;
@@ -30,8 +30,8 @@ struct DeviceInfo {
   cl::Platform platform;
   cl::Device device;
 
-  std::string type_name() const;        // "GPU", "CPU", "ACCELERATOR", ...
-  std::string id() const;               // "P:D"
+  std::string type_name() const;  // "GPU", "CPU", "ACCELERATOR", ...
+  std::string id() const;         // "P:D"
 };
 
 // Every device of every platform the ICD loader finds. Throws DeviceError, saying how to fix it,
@@ -52,7 +52,6 @@ struct DeviceChoice {
 DeviceChoice select_device(std::string_view spec = {});
 
 // The same choice made from an explicit device list (what select_device uses; testable alone).
-DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::string_view spec,
-                                std::string_view source);
+DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::string_view spec, std::string_view source);
 
 }  // namespace hetflow

@@ -1,6 +1,6 @@
 #pragma once
-// The task graph of what a controller ran (docs/architecture.md, "Dumps and traces"): requests as nodes, hazards as edges, as
-// JSON (docs/dump-schema.md; read back by `hetflow dump`) and as Graphviz DOT.
+// The task graph of what a controller ran (docs/architecture.md, "Dumps and traces"): requests as nodes, hazards as
+// edges, as JSON (docs/dump-schema.md; read back by `hetflow dump`) and as Graphviz DOT.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -16,9 +16,9 @@ class Controller;
 
 // What a dump says about the run besides its requests.
 struct GraphInfo {
-  std::string device;                         // device name
-  std::string policy;                         // "async" or "sync"
-  std::map<std::string, std::string> options; // free-form settings (kernel_queues, platform, ...)
+  std::string device;                          // device name
+  std::string policy;                          // "async" or "sync"
+  std::map<std::string, std::string> options;  // free-form settings (kernel_queues, platform, ...)
 };
 
 // The GraphInfo of a controller: its device, policy and queue set-up.

@@ -48,13 +48,13 @@ struct FileNotFoundError : Error {
 
 // One request that failed or was cancelled, as a wait reports it.
 struct FailedRequest {
-  std::uint64_t id = 0;             // its number in program order (the "#12" of messages and dumps)
-  std::string kind;                 // "H2D", "D2H", "kernel", "host" or "free"
-  std::string name;                 // "move_to(x)", the kernel's name, the host task's name
-  std::vector<std::string> tiles;   // the tiles it accesses
-  bool cancelled = false;           // not run, because something it depends on failed; else it failed
-  std::string cause;                // "threw: ...", "clEnqueueNDRangeKernel failed: CL_...", "not run: request #3 ..."
-  std::exception_ptr exception;     // what a host task threw, as thrown (rethrow it to catch its type)
+  std::uint64_t id = 0;            // its number in program order (the "#12" of messages and dumps)
+  std::string kind;                // "H2D", "D2H", "kernel", "host" or "free"
+  std::string name;                // "move_to(x)", the kernel's name, the host task's name
+  std::vector<std::string> tiles;  // the tiles it accesses
+  bool cancelled = false;          // not run, because something it depends on failed; else it failed
+  std::string cause;               // "threw: ...", "clEnqueueNDRangeKernel failed: CL_...", "not run: request #3 ..."
+  std::exception_ptr exception;    // what a host task threw, as thrown (rethrow it to catch its type)
 };
 
 // One or more submitted requests failed (OpenCL failure, a host task threw) or were cancelled

@@ -5,7 +5,8 @@
 #define CL_HPP_TARGET_OPENCL_VERSION 300
 #endif
 #ifndef CL_HPP_MINIMUM_OPENCL_VERSION
-#define CL_HPP_MINIMUM_OPENCL_VERSION 110  // 120 trips a bug of the 2023.02 bindings (getContextPlatformVersion undefined)
+#define CL_HPP_MINIMUM_OPENCL_VERSION \
+  110  // 120 trips a bug of the 2023.02 bindings (getContextPlatformVersion undefined)
 #endif
 #ifndef CL_HPP_ENABLE_EXCEPTIONS
 #define CL_HPP_ENABLE_EXCEPTIONS

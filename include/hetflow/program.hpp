@@ -16,7 +16,9 @@ struct KernelArgInfo {
   cl_kernel_arg_address_qualifier address = CL_KERNEL_ARG_ADDRESS_PRIVATE;
   std::string type_name;  // "float*", "int", ...
   std::string name;
-  bool is_buffer() const { return address == CL_KERNEL_ARG_ADDRESS_GLOBAL || address == CL_KERNEL_ARG_ADDRESS_CONSTANT; }
+  bool is_buffer() const {
+    return address == CL_KERNEL_ARG_ADDRESS_GLOBAL || address == CL_KERNEL_ARG_ADDRESS_CONSTANT;
+  }
   bool is_local() const { return address == CL_KERNEL_ARG_ADDRESS_LOCAL; }
 };
 
@@ -48,7 +50,7 @@ class Kernel {
 class Program {
  public:
   Program(cl::Program program, cl::Context context, std::string label, std::string options);
-  const std::string& label() const { return label_; }       // the file it came from, or "<source>"
+  const std::string& label() const { return label_; }  // the file it came from, or "<source>"
   const std::string& options() const { return options_; }
   const std::vector<std::string>& kernel_names() const { return kernel_names_; }
   // Throws UsageError listing the program's kernels when `name` is not one of them.

@@ -14,7 +14,7 @@ struct EdgeRecord {
   std::uint64_t to = 0;
   std::string hazard;  // RAW, WAR, WAW
   std::string tile;
-  std::string image;   // host, device
+  std::string image;  // host, device
   Box region;
   int dims = 1;
   std::string from_slot, to_slot;

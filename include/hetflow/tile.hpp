@@ -20,17 +20,28 @@ namespace detail {
 template <class T>
 constexpr const char* cl_type_name() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>) return "float";
-  else if constexpr (std::is_same_v<U, double>) return "double";
-  else if constexpr (std::is_same_v<U, std::int8_t> || std::is_same_v<U, char>) return "char";
-  else if constexpr (std::is_same_v<U, std::uint8_t>) return "uchar";
-  else if constexpr (std::is_same_v<U, std::int16_t>) return "short";
-  else if constexpr (std::is_same_v<U, std::uint16_t>) return "ushort";
-  else if constexpr (std::is_same_v<U, std::int32_t>) return "int";
-  else if constexpr (std::is_same_v<U, std::uint32_t>) return "uint";
-  else if constexpr (std::is_same_v<U, std::int64_t>) return "long";
-  else if constexpr (std::is_same_v<U, std::uint64_t>) return "ulong";
-  else return nullptr;
+  if constexpr (std::is_same_v<U, float>)
+    return "float";
+  else if constexpr (std::is_same_v<U, double>)
+    return "double";
+  else if constexpr (std::is_same_v<U, std::int8_t> || std::is_same_v<U, char>)
+    return "char";
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return "uchar";
+  else if constexpr (std::is_same_v<U, std::int16_t>)
+    return "short";
+  else if constexpr (std::is_same_v<U, std::uint16_t>)
+    return "ushort";
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return "int";
+  else if constexpr (std::is_same_v<U, std::uint32_t>)
+    return "uint";
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return "long";
+  else if constexpr (std::is_same_v<U, std::uint64_t>)
+    return "ulong";
+  else
+    return nullptr;
 }
 
 // Whether the calling thread is running a host task (of any controller): requests submitted before
@@ -46,12 +57,12 @@ struct TileState {
   std::size_t elem_size = 0;
   const char* elem_type = nullptr;
   bool device_only = false;
-  const void* owner = nullptr;      // the engine that made it
-  void* host = nullptr;             // the pinned host image, mapped once
-  cl::Buffer host_buffer;           // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
+  const void* owner = nullptr;  // the engine that made it
+  void* host = nullptr;         // the pinned host image, mapped once
+  cl::Buffer host_buffer;       // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
   cl::Buffer device_buffer;
   cl::CommandQueue unmap_queue;
-  std::atomic<bool> freed{false};   // free() was called: no new request may use it
+  std::atomic<bool> freed{false};  // free() was called: no new request may use it
 
   std::size_t bytes() const { return extent.count() * elem_size; }
   ~TileState();

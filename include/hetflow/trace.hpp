@@ -1,6 +1,6 @@
 #pragma once
-// The timeline of what a controller ran (docs/architecture.md, "Dumps and traces") as Chrome trace-event JSON — it opens in
-// Perfetto and chrome://tracing — and the summary `hetflow report` prints from such a trace.
+// The timeline of what a controller ran (docs/architecture.md, "Dumps and traces") as Chrome trace-event JSON — it
+// opens in Perfetto and chrome://tracing — and the summary `hetflow report` prints from such a trace.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -38,16 +38,16 @@ struct PathStep {
 // Times are nanoseconds on the trace's clock. Waits (events of kind "wait", the user thread
 // blocking) are not work: they count in waiting_ns only, never in lanes, overlap or gaps.
 struct TraceSummary {
-  std::string device, policy;       // from otherData, when the trace says
-  std::int64_t first_start_ns = 0;  // earliest start of any work event
-  std::int64_t last_end_ns = 0;     // latest end of any work event
-  std::int64_t wall_ns = 0;         // last_end_ns - first_start_ns
-  std::vector<LaneBusy> lanes;      // in track order
-  std::int64_t busy_ns = 0;         // time at least one lane was busy
-  std::int64_t overlap_ns = 0;      // time two or more lanes were busy at once
+  std::string device, policy;           // from otherData, when the trace says
+  std::int64_t first_start_ns = 0;      // earliest start of any work event
+  std::int64_t last_end_ns = 0;         // latest end of any work event
+  std::int64_t wall_ns = 0;             // last_end_ns - first_start_ns
+  std::vector<LaneBusy> lanes;          // in track order
+  std::int64_t busy_ns = 0;             // time at least one lane was busy
+  std::int64_t overlap_ns = 0;          // time two or more lanes were busy at once
   std::vector<TimeInterval> idle_gaps;  // no lane busy, between first start and last end
   std::int64_t idle_ns = 0, largest_idle_ns = 0;
-  std::int64_t waiting_ns = 0;      // union of the wait events
+  std::int64_t waiting_ns = 0;  // union of the wait events
   // The longest path through the edges, by the sum of its events' durations.
   std::vector<PathStep> critical_path;
   std::int64_t critical_path_ns = 0;

@@ -300,7 +300,7 @@ Result jacobi_impl(const cl::Device& device, const JacobiParams& p, Mode mode) {
   Result r;
   s.start();
   const cl::Event up = write(s, grid[0], h_init->data(), count, {});
-  int cur = 0;  // the grid holding the current iterate
+  int cur = 0;                          // the grid holding the current iterate
   std::optional<cl::Event> reading[2];  // async: the pending D2H reading each grid
   cl::Event last_step;
   std::optional<cl::Event> prev_snap;  // async: the last snapshot's D2H, not yet consumed
@@ -478,8 +478,8 @@ MatmulGeometry matmul_geometry(const cl::Kernel& kernel, const cl::Device& devic
   g.tile = lx;
   g.wpt = lx / ly;
   require(n > 0 && static_cast<std::size_t>(n) % g.tile == 0,
-          "matmul_tiled needs n to be a positive multiple of TILE = " + std::to_string(g.tile) + ", got n = " +
-              std::to_string(n));
+          "matmul_tiled needs n to be a positive multiple of TILE = " + std::to_string(g.tile) +
+              ", got n = " + std::to_string(n));
   const std::size_t nn = static_cast<std::size_t>(n);
   g.global = cl::NDRange(nn, nn / g.wpt);
   g.local = cl::NDRange(lx, ly);
@@ -487,23 +487,23 @@ MatmulGeometry matmul_geometry(const cl::Kernel& kernel, const cl::Device& devic
 }
 
 Result run_sobel(const cl::Device& device, const SobelParams& p, Mode mode) {
-  require(p.width > 0 && p.height > 0 && p.frames > 0,
-          "run_sobel: width, height and frames must be positive (got " + std::to_string(p.width) + "x" +
-              std::to_string(p.height) + ", " + std::to_string(p.frames) + " frames)");
+  require(p.width > 0 && p.height > 0 && p.frames > 0, "run_sobel: width, height and frames must be positive (got " +
+                                                           std::to_string(p.width) + "x" + std::to_string(p.height) +
+                                                           ", " + std::to_string(p.frames) + " frames)");
   return checked([&] { return sobel_impl(device, p, mode); });
 }
 
 Result run_jacobi(const cl::Device& device, const JacobiParams& p, Mode mode) {
   require(p.n > 0 && p.iterations >= 0 && p.copy_every > 0,
-          "run_jacobi: n and copy_every must be positive and iterations non-negative (got n = " +
-              std::to_string(p.n) + ", iterations = " + std::to_string(p.iterations) +
-              ", copy_every = " + std::to_string(p.copy_every) + ")");
+          "run_jacobi: n and copy_every must be positive and iterations non-negative (got n = " + std::to_string(p.n) +
+              ", iterations = " + std::to_string(p.iterations) + ", copy_every = " + std::to_string(p.copy_every) +
+              ")");
   return checked([&] { return jacobi_impl(device, p, mode); });
 }
 
 Result run_matpow(const cl::Device& device, const MatpowParams& p, Mode mode) {
-  require(p.n > 0 && p.products > 0, "run_matpow: n and products must be positive (got n = " +
-                                         std::to_string(p.n) + ", products = " + std::to_string(p.products) + ")");
+  require(p.n > 0 && p.products > 0, "run_matpow: n and products must be positive (got n = " + std::to_string(p.n) +
+                                         ", products = " + std::to_string(p.products) + ")");
   return checked([&] { return matpow_impl(device, p, mode); });
 }
 

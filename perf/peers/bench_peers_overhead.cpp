@@ -32,8 +32,6 @@ using bench::seconds_of;
 
 const char* const kernel_source = "__kernel void empty_kernel(__global float* x) { (void)x; }";
 
-
-
 starpu_opencl_program starpu_program;
 
 void empty_opencl(void* buffers[], void*) {
@@ -41,12 +39,12 @@ void empty_opencl(void* buffers[], void*) {
   const int devid = starpu_worker_get_devid(starpu_worker_get_id());
   cl_kernel kernel;
   cl_command_queue queue;
-  if (starpu_opencl_load_kernel(&kernel, &queue, &starpu_program, "empty_kernel", devid) != CL_SUCCESS)
-    STARPU_ABORT();
+  if (starpu_opencl_load_kernel(&kernel, &queue, &starpu_program, "empty_kernel", devid) != CL_SUCCESS) STARPU_ABORT();
   clSetKernelArg(kernel, 0, sizeof buf, &buf);
   const size_t global = 1;
   cl_event ev;
-  if (clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, &ev) != CL_SUCCESS) STARPU_ABORT();
+  if (clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, &ev) != CL_SUCCESS)
+    STARPU_ABORT();
   clWaitForEvents(1, &ev);
   clReleaseEvent(ev);
   starpu_opencl_release_kernel(kernel);
@@ -121,12 +119,15 @@ struct Hetflow {
     c.wait_all();
   }
   void host_tasks(int n) {
-    for (int i = 0; i < n; ++i) c.host_task("empty", [] {}, io(x));
+    for (int i = 0; i < n; ++i)
+      c.host_task(
+          "empty", [] {}, io(x));
     c.wait_all();
   }
   void round_trips(int n) {
     for (int i = 0; i < n; ++i) {
-      c.host_task("empty", [] {}, io(x));
+      c.host_task(
+          "empty", [] {}, io(x));
       c.move_to(x);
       c.launch(k, Range(1), io(x));
       c.move_from(x);
@@ -153,16 +154,17 @@ int main(int argc, char** argv) {
     StarPU sp(cpu_device);
     char starpu_device[256] = "?";
     starpu_worker_get_name(starpu_worker_get_by_type(STARPU_OPENCL_WORKER, 0), starpu_device, sizeof starpu_device);
-    std::printf("perf/peers overhead: hetflow on %s; StarPU %d.%d.%d (%u CPU workers, OpenCL worker '%s'); %d tasks per "
-                "run, median of %d runs\n",
-                hf.c.device().name.c_str(), STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION,
-                starpu_cpu_worker_get_count(), starpu_device, n, runs);
+    std::printf(
+        "perf/peers overhead: hetflow on %s; StarPU %d.%d.%d (%u CPU workers, OpenCL worker '%s'); %d tasks per "
+        "run, median of %d runs\n",
+        hf.c.device().name.c_str(), STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION,
+        starpu_cpu_worker_get_count(), starpu_device, n, runs);
     std::vector<double> t[6];
     const int pairs = std::max(1, n / 4);
     for (int r = 0; r < runs + 1; ++r) {  // the first run warms up (builds, first transfers)
       const double times[] = {
-          seconds_of([&] { sp.kernels(n); }),        seconds_of([&] { hf.kernels(n); }),
-          seconds_of([&] { sp.host_tasks(n); }),     seconds_of([&] { hf.host_tasks(n); }),
+          seconds_of([&] { sp.kernels(n); }),         seconds_of([&] { hf.kernels(n); }),
+          seconds_of([&] { sp.host_tasks(n); }),      seconds_of([&] { hf.host_tasks(n); }),
           seconds_of([&] { sp.round_trips(pairs); }), seconds_of([&] { hf.round_trips(pairs); }),
       };
       if (r == 0) continue;
@@ -172,7 +174,9 @@ int main(int argc, char** argv) {
     const struct {
       const char* name;
       int count;
-    } rows[] = {{"empty OpenCL kernel (chain)", n}, {"empty CPU task (chain)", n}, {"CPU task <-> kernel, 4 bytes (pair)", pairs}};
+    } rows[] = {{"empty OpenCL kernel (chain)", n},
+                {"empty CPU task (chain)", n},
+                {"CPU task <-> kernel, 4 bytes (pair)", pairs}};
     for (int i = 0; i < 3; ++i) {
       const double s = median(t[2 * i]) / rows[i].count * 1e6, h = median(t[2 * i + 1]) / rows[i].count * 1e6;
       std::printf("%-36s %12.2f %12.2f %8.2f\n", rows[i].name, s, h, s / h);

@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
                 o.policy == Policy::sync ? "sync" : "async", *o.kernel_queues);
     // 2^38 ints past the tile: no allocation reaches that far (4e8 did not fault every time).
     const bool injected = std::getenv("HETFLOW_DEBUG_FAULT_KERNEL") != nullptr;
-    auto k = c.kernel_from_source(injected ? "kernel void oob(global int* x) { x[get_global_id(0) % 10] = 1; }"
-                                           : "kernel void oob(global int* x) { x[get_global_id(0) + (1UL << 38)] = 1; }",
-                                  "oob");
+    auto k =
+        c.kernel_from_source(injected ? "kernel void oob(global int* x) { x[get_global_id(0) % 10] = 1; }"
+                                      : "kernel void oob(global int* x) { x[get_global_id(0) + (1UL << 38)] = 1; }",
+                             "oob");
     auto x = c.tile<int>(10, "x"), kept = c.tile<int>(10, "kept");
     for (int i = 0; i < 10; ++i) kept[i] = 40 + i;
     c.move_to(kept);

@@ -8,8 +8,8 @@
 int main() {
   hetflow::Controller c;
   std::printf("device: %s\n", c.device().name.c_str());
-  auto k = c.kernel_from_source("kernel void writes_past_the_end(global float* x) { x[get_global_id(0) + 1000] = 1.0f; }",
-                                "writes_past_the_end");
+  auto k = c.kernel_from_source(
+      "kernel void writes_past_the_end(global float* x) { x[get_global_id(0) + 1000] = 1.0f; }", "writes_past_the_end");
   auto x = c.tile<float>(10, "x");
   c.launch(k, hetflow::Range(10), hetflow::out(x));
   c.move_from(x);

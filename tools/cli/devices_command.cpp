@@ -19,8 +19,10 @@ void add_devices_command(CLI::App& app) {
         std::printf("Platform %u: %s (%s)\n", d.platform_index, d.platform_name.c_str(), d.platform_version.c_str());
         last_platform = d.platform_index;
       }
-      const bool is_default = d.platform_index == chosen.device.platform_index && d.device_index == chosen.device.device_index;
-      std::printf("  %s %-4s %-11s %s\n", is_default ? "*" : " ", d.id().c_str(), d.type_name().c_str(), d.name.c_str());
+      const bool is_default =
+          d.platform_index == chosen.device.platform_index && d.device_index == chosen.device.device_index;
+      std::printf("  %s %-4s %-11s %s\n", is_default ? "*" : " ", d.id().c_str(), d.type_name().c_str(),
+                  d.name.c_str());
       std::printf("         compute units %u, global memory %.1f GiB, local memory %llu KiB, max work-group %zu\n",
                   d.compute_units, double(d.global_mem_bytes) / (1024.0 * 1024.0 * 1024.0),
                   (unsigned long long)(d.local_mem_bytes / 1024), d.max_work_group_size);

@@ -52,8 +52,8 @@ void render(const std::string& dot_text, const std::string& format, const std::s
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
   std::string type = "-T" + format;
-  std::vector<char*> argv{const_cast<char*>("dot"), type.data(), const_cast<char*>("-o"), const_cast<char*>(out.c_str()),
-                          tmp.data(), nullptr};
+  std::vector<char*> argv{const_cast<char*>("dot"),       type.data(), const_cast<char*>("-o"),
+                          const_cast<char*>(out.c_str()), tmp.data(),  nullptr};
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, "dot", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -94,9 +94,7 @@ std::string beside(const std::string& file, const std::string& ext) {
   return (has_ext && file.substr(dot) == ".json" ? file.substr(0, dot) : file) + ext;
 }
 
-std::string counted(std::size_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
-}
+std::string counted(std::size_t n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 struct DumpArgs {
   std::string file, svg, png, dot, layout = "lanes";
@@ -129,7 +127,8 @@ void run_dump(const DumpArgs& a) {
   std::string by_kind;
   for (const auto& [k, n] : kinds) by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(n) + " " + k;
   std::string hidden;
-  if (options.hide_redundant) hidden = " (" + counted(redundant_edges(records).size(), "node pair") + " hidden as implied by others)";
+  if (options.hide_redundant)
+    hidden = " (" + counted(redundant_edges(records).size(), "node pair") + " hidden as implied by others)";
   std::printf("%s: %s (%s), %s%s, %zu failed, %zu cancelled, %zu pending — %s, %s\n", a.file.c_str(),
               counted(records.size(), "node").c_str(), by_kind.empty() ? "none" : by_kind.c_str(),
               counted(edges, "edge").c_str(), hidden.c_str(), failed, cancelled, pending,
@@ -162,7 +161,8 @@ void add_dump_command(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
   auto* cmd = app.add_subcommand("dump", "Render a task-graph dump (HETFLOW_DUMP's JSON, or a trace) with Graphviz");
   cmd->add_option("file", args->file, "JSON graph dump (or a trace written by hetflow)")->required();
-  args->svg_opt = cmd->add_option("--svg", args->svg, "Write SVG (default: FILE with .svg; the default output)")->expected(0, 1);
+  args->svg_opt =
+      cmd->add_option("--svg", args->svg, "Write SVG (default: FILE with .svg; the default output)")->expected(0, 1);
   args->png_opt = cmd->add_option("--png", args->png, "Write PNG (default: FILE with .png)")->expected(0, 1);
   args->dot_opt = cmd->add_option("--dot", args->dot, "Write the Graphviz DOT source");
   cmd->add_flag("--all-edges", args->all_edges,

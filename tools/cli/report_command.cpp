@@ -52,7 +52,8 @@ void run_report(const ReportArgs& a) {
               percent(s.idle_ns, s.wall_ns), ms(s.largest_idle_ns).c_str());
   if (a.gaps > 0 && !s.idle_gaps.empty()) {
     auto gaps = s.idle_gaps;
-    std::sort(gaps.begin(), gaps.end(), [](const TimeInterval& x, const TimeInterval& y) { return x.length() > y.length(); });
+    std::sort(gaps.begin(), gaps.end(),
+              [](const TimeInterval& x, const TimeInterval& y) { return x.length() > y.length(); });
     gaps.resize(std::min(gaps.size(), a.gaps));
     for (const auto& g : gaps)
       std::printf("  %12s  at %s .. %s\n", ms(g.length()).c_str(), ms(g.start_ns - s.first_start_ns).c_str(),

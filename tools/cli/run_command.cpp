@@ -19,8 +19,8 @@ namespace {
 struct RunOptions {
   std::string workload = "sobel";
   std::string size;
-  int frames = 0;  // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
-  std::string policy;          // empty: HETFLOW_POLICY's, else both
+  int frames = 0;      // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
+  std::string policy;  // empty: HETFLOW_POLICY's, else both
   std::string device;
   unsigned kernel_queues = 0;  // 0: HETFLOW_KERNEL_QUEUES's, else 1
   std::string dump, trace, input, output;
@@ -29,8 +29,11 @@ struct RunOptions {
 
 // "4k" / "8k" / "16k" (the papers' frames), "WxH", or one number N (N×N).
 std::pair<int, int> parse_size(const std::string& text, std::pair<int, int> fallback) {
-  static const std::map<std::string, std::pair<int, int>> named = {
-      {"720p", {1280, 720}}, {"1080p", {1920, 1080}}, {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
+  static const std::map<std::string, std::pair<int, int>> named = {{"720p", {1280, 720}},
+                                                                   {"1080p", {1920, 1080}},
+                                                                   {"4k", {4096, 2160}},
+                                                                   {"8k", {7680, 4320}},
+                                                                   {"16k", {15360, 8640}}};
   if (text.empty()) return fallback;
   if (auto it = named.find(text); it != named.end()) return it->second;
   try {
@@ -94,8 +97,9 @@ void run(const RunOptions& o) {
     policies = {parse_policy(policy)};
 
   const bool is_sobel = o.workload == "sobel";
-  auto [width, height] = parse_size(o.size, is_sobel ? std::pair{1280, 720}
-                                                     : o.workload == "jacobi" ? std::pair{1024, 1024} : std::pair{256, 256});
+  auto [width, height] = parse_size(o.size, is_sobel                 ? std::pair{1280, 720}
+                                            : o.workload == "jacobi" ? std::pair{1024, 1024}
+                                                                     : std::pair{256, 256});
   const int steps = o.frames > 0 ? o.frames : is_sobel ? 20 : o.workload == "jacobi" ? 100 : 10;
   if (!is_sobel && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
 
@@ -144,8 +148,8 @@ void run(const RunOptions& o) {
       std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * (*sync_time - oc.result.seconds) / *sync_time);
       gain = buf;
     }
-    std::printf("%-8s %10.3f %12.2f %12s\n", to_string(oc.policy), oc.result.seconds,
-                shown_steps / oc.result.seconds, gain.c_str());
+    std::printf("%-8s %10.3f %12.2f %12s\n", to_string(oc.policy), oc.result.seconds, shown_steps / oc.result.seconds,
+                gain.c_str());
   }
   if (outcomes.size() == 2) {
     const auto& a = outcomes[0].result;
@@ -174,17 +178,22 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("workload", o->workload, "sobel | jacobi | matpow")
       ->check(CLI::IsMember({"sobel", "jacobi", "matpow"}))
       ->capture_default_str();
-  cmd->add_option("--size", o->size, "sobel: 720p|1080p|4k|8k|16k|WxH (default 720p); jacobi, matpow: N (default 1024, 256)");
-  cmd->add_option("--frames,--iters,--products", o->frames, "frames (sobel, default 20), iterations (jacobi, 100), products (matpow, 10)")
+  cmd->add_option("--size", o->size,
+                  "sobel: 720p|1080p|4k|8k|16k|WxH (default 720p); jacobi, matpow: N (default 1024, 256)");
+  cmd->add_option("--frames,--iters,--products", o->frames,
+                  "frames (sobel, default 20), iterations (jacobi, 100), products (matpow, 10)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--policy", o->policy, "sync | async | both (default: HETFLOW_POLICY, else both)")
       ->check(CLI::IsMember({"sync", "async", "both"}));
-  cmd->add_option("--device", o->device, "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
-  cmd->add_option("--kernel-queues", o->kernel_queues, "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
+  cmd->add_option("--device", o->device,
+                  "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
+  cmd->add_option("--kernel-queues", o->kernel_queues,
+                  "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--dump", o->dump, "write the task graph of the last run as JSON (and .dot beside it)");
   cmd->add_option("--trace", o->trace, "write the timeline of the last run as Chrome trace-event JSON");
-  cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")->check(CLI::ExistingFile);
+  cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m");
   cmd->add_flag("--verify", o->verify, "compare the last result with the CPU reference");
   cmd->callback([o] { run(*o); });

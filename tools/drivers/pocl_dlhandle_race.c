@@ -16,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(x)                                                        \
-  do {                                                                  \
-    cl_int e_ = (x);                                                    \
-    if (e_ != CL_SUCCESS) { fprintf(stderr, "%s: %d\n", #x, e_); return 1; } \
+#define CHECK(x)                           \
+  do {                                     \
+    cl_int e_ = (x);                       \
+    if (e_ != CL_SUCCESS) {                \
+      fprintf(stderr, "%s: %d\n", #x, e_); \
+      return 1;                            \
+    }                                      \
   } while (0)
 
 static const char* source = "kernel void bump(global float* a) { a[get_global_id(0)] = (float)get_global_id(0); }";
@@ -33,7 +36,10 @@ int main(int argc, char** argv) {
   cl_device_id dev = NULL;
   for (cl_uint i = 0; i < np && !dev; ++i)
     if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_CPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-  if (!dev) { fprintf(stderr, "no OpenCL CPU device\n"); return 2; }
+  if (!dev) {
+    fprintf(stderr, "no OpenCL CPU device\n");
+    return 2;
+  }
   cl_int err;
   cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
   CHECK(err);

@@ -60,7 +60,6 @@ double chunked_sum(const float* data, std::size_t count, F f) {
   return total;
 }
 
-
 }  // namespace
 
 void sobel_reference(const float* in, float* out, int width, int height) {

@@ -16,7 +16,6 @@ namespace hetflow::workloads {
 
 namespace {
 
-
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw hetflow::Error("Y4M file '" + path + "': " + what);
 }

@@ -94,21 +94,26 @@ RunResult sobel(Controller& c, const SobelRun& run) {
     const int slot = i % 2;
     Tile<float> frame = frame_in[slot], result = frame_out[slot];
     if (reader)
-      c.host_task("read frame " + std::to_string(i), [frame, reader, i] {
-        if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
-      }, out(frame), io(reader_turn));
+      c.host_task(
+          "read frame " + std::to_string(i),
+          [frame, reader, i] {
+            if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
+          },
+          out(frame), io(reader_turn));
     else
-      c.host_task("generate frame " + std::to_string(i), [frame, w, h, i] { generate_frame(frame.data(), w, h, i); },
-                  out(frame));
+      c.host_task(
+          "generate frame " + std::to_string(i), [frame, w, h, i] { generate_frame(frame.data(), w, h, i); },
+          out(frame));
     c.move_to(frame);
     launch_frame(slot);
     c.move_from(result);
-    c.host_task("consume frame " + std::to_string(i), [result, count, &sums, i] {
-      sums[std::size_t(i)] = host_sum(result.data(), count);
-    }, in(result));
+    c.host_task(
+        "consume frame " + std::to_string(i),
+        [result, count, &sums, i] { sums[std::size_t(i)] = host_sum(result.data(), count); }, in(result));
     if (writer)
-      c.host_task("write frame " + std::to_string(i), [result, writer] { writer->write_luma(result.data()); },
-                  in(result), io(writer_turn));
+      c.host_task(
+          "write frame " + std::to_string(i), [result, writer] { writer->write_luma(result.data()); }, in(result),
+          io(writer_turn));
   }
   c.wait_all();
   RunResult r;
@@ -158,8 +163,8 @@ RunResult jacobi(Controller& c, int n, int iterations, int copy_every) {
     sums.push_back(0.0);
     Tile<float> g = grid[cur];
     const std::size_t k = sums.size() - 1;
-    c.host_task("sum snapshot " + std::to_string(k), [g, count, &sums, k] { sums[k] = host_sum(g.data(), count); },
-                in(g));
+    c.host_task(
+        "sum snapshot " + std::to_string(k), [g, count, &sums, k] { sums[k] = host_sum(g.data(), count); }, in(g));
   }
   if (iterations % copy_every != 0 || iterations == 0) c.move_from(grid[cur]);
   c.wait_all();
@@ -173,7 +178,8 @@ RunResult jacobi(Controller& c, int n, int iterations, int copy_every) {
 RunResult matpow(Controller& c, int n, int products) {
   if (n <= 0 || products <= 0 || n % kMatmulTile != 0)
     throw UsageError("matpow: n must be a positive multiple of " + std::to_string(kMatmulTile) +
-                     " and products positive (got n = " + std::to_string(n) + ", products = " + std::to_string(products) + ")");
+                     " and products positive (got n = " + std::to_string(n) +
+                     ", products = " + std::to_string(products) + ")");
   const Extent extent{std::size_t(n), std::size_t(n)};
   const std::size_t count = extent.count();
   Kernel mm = c.kernel("matmul.cl", "matmul_tiled", kBuildOptions);
@@ -196,9 +202,9 @@ RunResult matpow(Controller& c, int n, int products) {
     c.launch(mm, range, in(k == 1 ? a : p[1 - dst]), in(a), out(p[dst]), n);
     c.move_from(p[dst]);
     Tile<float> pk = p[dst];
-    c.host_task("norm P" + std::to_string(k), [pk, count, &norms, k] {
-      norms[std::size_t(k - 1)] = frobenius_norm(pk.data(), count);
-    }, in(pk));
+    c.host_task(
+        "norm P" + std::to_string(k),
+        [pk, count, &norms, k] { norms[std::size_t(k - 1)] = frobenius_norm(pk.data(), count); }, in(pk));
   }
   c.wait_all();
   RunResult r;

@@ -10,10 +10,10 @@
 namespace hetflow::workloads {
 
 struct RunResult {
-  double seconds = 0;          // the timed loop: set-up and warm-up launches are outside it
-  std::vector<float> output;   // Sobel: last frame's result; Jacobi: final grid; matpow: final product
-  double checksum = 0;         // as native::Result::checksum
-  int frames = 0;              // Sobel: frames processed
+  double seconds = 0;         // the timed loop: set-up and warm-up launches are outside it
+  std::vector<float> output;  // Sobel: last frame's result; Jacobi: final grid; matpow: final product
+  double checksum = 0;        // as native::Result::checksum
+  int frames = 0;             // Sobel: frames processed
 };
 
 struct SobelRun {
