@@ -42,7 +42,7 @@ void Engine::dispatch(const RequestPtr& r) {
   edge_scratch_.clear();
   for (const auto& a : r->accesses) {
     AccessPlan plans[2];
-    const int n = plan_accesses(r->kind, a.role, plans);
+    const int n = plan_accesses(r->kind, a, plans);
     for (int i = 0; i < n; ++i)
       tracker_.access(a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot, done,
                       edge_scratch_);

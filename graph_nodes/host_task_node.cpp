@@ -27,7 +27,10 @@ void Engine::run_host(const RequestPtr& r) {
   running_task = r.get();
   running_engine = this;
   try {
-    r->fn();
+    if (r->hook)
+      r->hook(outcome_of_predecessors(*r));
+    else
+      r->fn();
   } catch (const std::exception& e) {
     error = std::string("threw: ") + e.what();
     r->exception = std::current_exception();
@@ -38,10 +41,20 @@ void Engine::run_host(const RequestPtr& r) {
   running_task = outer_task;
   running_engine = outer_engine;
   r->fn = nullptr;  // drop captured state now, not when the last reference goes
+  r->hook = nullptr;
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;
   finish(*r, outcome, std::move(error));
   poll_watched();  // a cheap status check while this worker is here anyway
+}
+
+Outcome Engine::outcome_of_predecessors(Request& r) {
+  Outcome o;
+  {
+    std::lock_guard lock(r.m);
+    o.error = r.cancel_cause;
+  }
+  return o;
 }
 
 }  // namespace hetflow::detail

@@ -15,7 +15,8 @@ struct AccessPlan {
 };
 
 // Fills `out` and returns how many entries it used (at most 2).
-inline int plan_accesses(Kind kind, Role role, AccessPlan out[2]) {
+inline int plan_accesses(Kind kind, const Access& a, AccessPlan out[2]) {
+  const Role role = a.role;
   const bool reads = role != Role::out, writes = role != Role::in;
   switch (kind) {
     case Kind::h2d:  // reads the host image, writes the device image
@@ -33,6 +34,10 @@ inline int plan_accesses(Kind kind, Role role, AccessPlan out[2]) {
                                     : "kernel_read+write"};
       return 1;
     case Kind::host:
+      if (a.device_image) {  // a completion hook on a device image (Controller::on_ready): in() only
+        out[0] = {Image::device, true, false, "hook_read"};
+        return 1;
+      }
       out[0] = {Image::host, reads, writes,
                 role == Role::in    ? "host_read"
                 : role == Role::out ? "host_write"

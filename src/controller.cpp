@@ -113,8 +113,12 @@ void check_against_device(const DeviceInfo& dev, const Range& range, const std::
                      "''s " + std::to_string(dev.max_work_group_size) + " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
 }
 
-void check_tile(const detail::Engine& engine, const Access& a, const std::string& request) {
+void check_tile(const detail::Engine& engine, const Access& a, const std::string& request, bool hook = false) {
   const auto& t = *a.tile;
+  if (a.device_image && !hook)
+    throw UsageError(request + ": device_image(in(" + t.name +
+                     ")) is for on_ready hooks only; transfers, kernels and host tasks say by their kind which image "
+                     "they touch");
   if (t.freed.load()) throw UsageError(request + ": tile '" + t.name + "' used after free");
   if (t.owner != &engine) throw UsageError(request + ": tile '" + t.name + "' belongs to another controller");
   if (a.box.empty())
@@ -210,6 +214,22 @@ void Controller::submit_host(std::string name, std::function<void()> fn, std::ve
   r->kind = Kind::host;
   r->name = std::move(name);
   r->fn = std::move(fn);
+  r->accesses = std::move(accesses);
+  engine_->submit(std::move(r));
+}
+
+void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses) {
+  const std::string what = "on_ready hook '" + name + "'";
+  for (const auto& a : accesses) {
+    check_tile(*engine_, a, what, true);
+    if (a.tile->device_only && !a.device_image)
+      throw UsageError(what + ": tile '" + a.tile->name +
+                       "' is device-only: wait for its device image with device_image(in(t))");
+  }
+  auto r = std::make_shared<Request>();
+  r->kind = Kind::host;
+  r->name = std::move(name);
+  r->hook = std::move(fn);
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }

@@ -201,6 +201,7 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   s->elem_size = elem_size;
   s->elem_type = elem_type;
   s->device_only = device_only;
+  if (device_only) s->latest.store(2, std::memory_order_relaxed);
   s->owner = this;
   const std::size_t bytes = s->bytes();
   const std::string what = "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "'";
@@ -259,8 +260,10 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 
 void Engine::submit(RequestPtr r) {
   if (r->kind != Kind::wait) throw_if_lost();
-  if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait)
-    refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
+  // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
+  // told without blocking).
+  const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->hook;
+  if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   {
     std::lock_guard lock(submit_mutex_);
     r->id = next_id_++;
@@ -283,7 +286,7 @@ void Engine::submit(RequestPtr r) {
       dispatcher_.try_put(r);
     }
   }
-  if (policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait) {
+  if (blocks) {
     auto w = std::make_shared<Request>();
     w->kind = Kind::wait;
     w->name = "sync(" + r->name + ")";
@@ -441,6 +444,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     dependants.swap(r.device_dependants);
     held.swap(r.held);
     r.running_preds.clear();
+    if (std::exchange(r.holds_poller, false)) poller_.release();
     // Listed before `finished` can be seen: a wait dispatched from now on counts r as ended and
     // takes its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
@@ -497,7 +501,7 @@ void Engine::ready(const RequestPtr& r) {
       finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
-  if (r->kind == Kind::host && !cause.empty()) {
+  if (r->kind == Kind::host && !cause.empty() && !r->hook) {  // a hook runs and is told the cause
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
@@ -506,6 +510,7 @@ void Engine::ready(const RequestPtr& r) {
 
 void Engine::arm_host_side(const RequestPtr& r) {
   r->unmet.store(1, std::memory_order_relaxed);  // held while arming, so no predecessor releases it early
+  bool hook_waits_on_device = false;
   for (const auto& p : r->preds) {
     bool register_now = false, flush_only = false;
     {
@@ -516,6 +521,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
       p->waiters.push_back(r);
       r->unmet.fetch_add(1, std::memory_order_relaxed);
+      if (r->hook && on_device(p->kind)) hook_waits_on_device = true;
       if (r->kind == Kind::wait && on_device(p->kind)) {
         std::lock_guard own(r->m);
         r->device_preds.push_back(p);
@@ -537,6 +543,10 @@ void Engine::arm_host_side(const RequestPtr& r) {
     if (flush_only) flush(p->lane);
   }
   r->preds.clear();
+  if (hook_waits_on_device) {  // released by finish(), which comes after the arming ends
+    r->holds_poller = true;
+    poller_.hold();
+  }
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
 }
 
@@ -565,7 +575,7 @@ void Engine::deliver_from_callback(const std::shared_ptr<void>& hub_ptr, const R
   if (hub->engine) hub->engine->deliver_completion(r);
 }
 
-void Engine::poll_watched() {
+bool Engine::poll_watched() {
   std::vector<RequestPtr> ended;
   {
     std::lock_guard lock(watched_mutex_);
@@ -577,6 +587,7 @@ void Engine::poll_watched() {
     });
   }
   for (const auto& r : ended) on_device_complete(r);
+  return !ended.empty();
 }
 
 void Engine::watch(const RequestPtr& p) {

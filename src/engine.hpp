@@ -16,6 +16,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "completion_poller.hpp"
 #include "dependency_tracker.hpp"
 #include "flush_policy.hpp"
 #include "pocl_kernel_cache.hpp"
@@ -53,6 +54,8 @@ class Engine {
   std::vector<RequestRecord> records() const;
   std::string topology_dot() const;
   std::int64_t now_ns() const;
+  // A completed command's start and end on the records' clock, if the queues profile.
+  bool device_times(cl_event ev, std::int64_t& start_ns, std::int64_t& end_ns) const;
   std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
   // Graph-side steps, one file each under graph_nodes/.
@@ -68,6 +71,7 @@ class Engine {
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
   void throw_if_lost() const;                                          // DeviceLost naming the first fault
   void run_host(const RequestPtr& r);                                  // host_task_node.cpp
+  Outcome outcome_of_predecessors(Request& hook);                      // what a completion hook is told
   void finish(Request& r, Status s, std::string error = {});
   // An exception escaped the engine's own code in a node body: fail the request rather than leave
   // it (and everything after it) pending.
@@ -79,7 +83,7 @@ class Engine {
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
-  void poll_watched();
+  bool poll_watched();                           // whether a command was seen to end
   void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
   static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
@@ -198,6 +202,9 @@ class Engine {
   Streaming streaming_;
   HostNode host_;
   Receiver receiver_;
+
+  // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
+  CompletionPoller poller_{[this] { return poll_watched(); }};
 };
 
 }  // namespace hetflow::detail

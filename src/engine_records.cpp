@@ -29,14 +29,7 @@ std::vector<RequestRecord> Engine::records() const {
       if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
       if (s == Status::pending && st == CL_COMPLETE) s = Status::done;
       if (s == Status::pending && st < 0) s = Status::failed;
-      if (profiling && st == CL_COMPLETE) {
-        cl_ulong start = 0, end = 0;
-        if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) == CL_SUCCESS &&
-            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS) {
-          rec.start_ns = std::int64_t(start) + device_to_host_offset_ns_;
-          rec.end_ns = std::int64_t(end) + device_to_host_offset_ns_;
-        }
-      }
+      if (st == CL_COMPLETE) device_times(ev, rec.start_ns, rec.end_ns);
     }
     rec.status = to_string(s);
     {
@@ -46,6 +39,17 @@ std::vector<RequestRecord> Engine::records() const {
     out.push_back(std::move(rec));
   }
   return out;
+}
+
+bool Engine::device_times(cl_event ev, std::int64_t& start_ns, std::int64_t& end_ns) const {
+  if (!profiling) return false;
+  cl_ulong start = 0, end = 0;
+  if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) != CL_SUCCESS ||
+      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) != CL_SUCCESS)
+    return false;
+  start_ns = std::int64_t(start) + device_to_host_offset_ns_;
+  end_ns = std::int64_t(end) + device_to_host_offset_ns_;
+  return true;
 }
 
 std::string Engine::topology_dot() const {

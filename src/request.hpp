@@ -1,6 +1,7 @@
 #pragma once
 // One submitted request as the engine carries it through the flow graph.
 #include <hetflow/access.hpp>
+#include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>
@@ -67,7 +68,11 @@ struct Request : std::enable_shared_from_this<Request> {
   Kernel kernel;
   std::optional<Range> range;
   std::vector<KernelArg> args;
-  std::function<void()> fn;              // host tasks; for `release`, what frees the tile
+  std::function<void()> fn;  // host tasks; for `release`, what frees the tile
+  // Completion hooks (Controller::on_ready): host requests that run whatever their predecessors'
+  // outcome, and are told it.
+  std::function<void(const Outcome&)> hook;
+  bool holds_poller = false;             // a hook waiting on device commands keeps the completion poller awake
   std::vector<RequestPtr> wait_for;      // wait requests on explicit requests (sync policy)
   std::shared_ptr<TileState> wait_tile;  // wait(t): the tile; null with empty wait_for = wait_all
 

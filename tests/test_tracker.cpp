@@ -39,7 +39,7 @@ struct Fixture {
   std::vector<Tracker::Edge> submit(int who, const Op& op, const Box& box = Box{{0, 0, 0}, {100, 1, 1}}) {
     edges.clear();
     AccessPlan plans[2];
-    const int n = plan_accesses(op.kind, op.role, plans);
+    const int n = plan_accesses(op.kind, Access{nullptr, box, op.role}, plans);
     for (int i = 0; i < n; ++i)
       tracker.access(1, plans[i].image, box, plans[i].reads, plans[i].writes, who, plans[i].slot, is_done(), edges);
     return edges;

@@ -22,6 +22,10 @@ struct Access {
   std::shared_ptr<detail::TileState> tile;
   Box box;
   Role role;
+  // Which image a completion hook waits for (Controller::on_ready): false, the host image, as a host
+  // task; true, the device image (device_image(in(t))). Every other request ignores it: transfers,
+  // kernels and host tasks say by their kind which images they touch.
+  bool device_image = false;
   bool reads() const { return role != Role::out; }
   bool writes() const { return role != Role::in; }
 };
@@ -49,6 +53,14 @@ Access out(const X& t) {
 template <class X>
 Access io(const X& t) {
   return detail::make_access(t, Role::io);
+}
+
+// For Controller::on_ready only: wait for the commands that write the device image of `a`'s tile
+// (a kernel's completion), with no transfer to the host. Only in() roles: a hook writes nothing there.
+inline Access device_image(Access a) {
+  if (a.role != Role::in) throw UsageError("device_image() takes in(t): a completion hook only waits to read");
+  a.device_image = true;
+  return a;
 }
 
 // A __local kernel argument of `count` elements of T (checked against the device's local memory

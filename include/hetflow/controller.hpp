@@ -8,6 +8,7 @@
 
 #include <hetflow/access.hpp>
 #include <hetflow/device.hpp>
+#include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/tile.hpp>
@@ -41,6 +42,9 @@ struct ControllerOptions {
 
 namespace detail {
 class Engine;
+}
+namespace flow::detail {
+class NodeCore;
 }
 struct RequestRecord;
 
@@ -120,6 +124,28 @@ class Controller {
     host_task(std::string("host_task"), std::forward<F>(fn), std::forward<Roles>(roles)...);
   }
 
+  // The completion hook: calls fn(outcome) on a TBB worker once every request submitted so far that a
+  // host task declaring `roles` would wait for has ended. Unlike a host task, fn runs whatever became
+  // of them: outcome.ok() says whether they all succeeded, outcome.error names the first that did not
+  // (its failure is still reported by a wait, as ever). When they succeeded fn may use the declared
+  // host images as a host task does, and later requests on those tiles wait for fn. device_image(in(t))
+  // waits for the commands writing t's device image instead (a kernel's end), with no transfer.
+  // Never blocks, and no thread blocks or spins for it while the device works: the engine learns of
+  // the commands' end from the driver's callbacks, checked by a sleeping poll (every ≤ 1 ms) while a
+  // hook waits. fn may submit requests (async policy, as in a host task); if it throws, a later wait
+  // reports it as a failed request. This is what flow-graph nodes (hetflow/flow.hpp) are built on.
+  template <class F, class... Roles>
+    requires std::is_invocable_v<F&, const Outcome&>
+  void on_ready(std::string name, F&& fn, Roles&&... roles) {
+    submit_hook(std::move(name), std::function<void(const Outcome&)>(std::forward<F>(fn)),
+                {Access(std::forward<Roles>(roles))...});
+  }
+  template <class F, class... Roles>
+    requires std::is_invocable_v<F&, const Outcome&>
+  void on_ready(F&& fn, Roles&&... roles) {
+    on_ready(std::string("on_ready"), std::forward<F>(fn), std::forward<Roles>(roles)...);
+  }
+
   // Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
@@ -161,6 +187,8 @@ class Controller {
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
   void submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses);
+  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
+  friend class flow::detail::NodeCore;
   void wait_tile(const std::shared_ptr<detail::TileState>& tile);
   void free_tile(const std::shared_ptr<detail::TileState>& tile);
 

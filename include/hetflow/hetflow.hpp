@@ -7,6 +7,7 @@
 #include <hetflow/device.hpp>
 #include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>
+#include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>

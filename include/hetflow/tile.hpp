@@ -63,6 +63,9 @@ struct TileState {
   cl::Buffer device_buffer;
   cl::CommandQueue unmap_queue;
   std::atomic<bool> freed{false};  // free() was called: no new request may use it
+  // Where the latest contents are, as the flow-graph nodes (hetflow/flow.hpp) track it to add transfers:
+  // 1 host image, 2 device image, 3 both. Requests submitted through the Controller do not change it.
+  std::atomic<std::uint8_t> latest{1};
 
   std::size_t bytes() const { return extent.count() * elem_size; }
   ~TileState();

@@ -1,0 +1,39 @@
+#pragma once
+// Wakes now and then to check the device commands that completion hooks wait for, while any hook
+// waits on one. Hooks (Controller::on_ready) run when their commands end, but nobody may block or spin
+// for them, and the driver's word can come late or not at all: NVIDIA's completion callbacks arrive
+// milliseconds late, PoCL 3.1's never fire for a command that failed (docs/drivers.md). Waits and host
+// tasks check on their way; a pipeline of hooks may have neither, so this thread does, sleeping in
+// between (100 us, doubling to 1 ms while nothing ends) and not at all while no hook waits.
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace hetflow::detail {
+
+class CompletionPoller {
+ public:
+  // `check` reports whether something ended (the engine's poll of its watched commands).
+  explicit CompletionPoller(std::function<bool()> check) : check_(std::move(check)) {}
+  ~CompletionPoller();
+  CompletionPoller(const CompletionPoller&) = delete;
+  CompletionPoller& operator=(const CompletionPoller&) = delete;
+
+  void hold();     // a hook now waits on a device command (starts the thread the first time)
+  void release();  // that hook ran
+
+ private:
+  void run();
+
+  std::function<bool()> check_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  unsigned holders_ = 0;
+  bool stopping_ = false;
+  std::chrono::microseconds interval_{100};
+  std::thread thread_;
+};
+
+}  // namespace hetflow::detail
