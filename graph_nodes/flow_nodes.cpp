@@ -1,0 +1,131 @@
+// The part of the flow-graph nodes (include/hetflow/flow.hpp) that does not depend on the message type:
+// which transfers a node's roles need, its submissions, its completion hooks and its failures.
+#include <hetflow/flow.hpp>
+
+#include "engine.hpp"
+
+namespace hetflow::flow::detail {
+
+namespace {
+enum Where : std::uint8_t { host = 1, device = 2, both = 3 };
+
+// Deciding a tile's transfer and submitting it must be one step: two nodes that both saw the tile on
+// the host would otherwise both move it, or one would launch before the other's move was submitted.
+std::mutex& residency_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+bool whole(const Access& a) { return a.box == Box::whole(a.tile->extent); }
+
+Access whole_tile(const Access& a, Role r) { return Access{a.tile, Box::whole(a.tile->extent), r}; }
+}  // namespace
+
+NodeCore::NodeCore(Controller& c, std::string name, NodeOptions options)
+    : c_(c), name_(std::move(name)), options_(std::move(options)) {}
+
+void NodeCore::note_tile(Message& m, const Access& a) {
+  for (const auto& t : m.touched_tiles)
+    if (t == a.tile) return;
+  m.touched_tiles.push_back(a.tile);
+}
+
+std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
+  std::vector<Access> tiles, written;
+  for (const auto& arg : l.args)
+    if (const auto* a = std::get_if<Access>(&arg)) tiles.push_back(*a);
+  std::lock_guard lock(residency_mutex());
+  for (const auto& a : tiles) {
+    note_tile(m, a);
+    // A partial write keeps the rest of the tile, so the device image must hold it first.
+    const bool needs_device_image = a.reads() || !whole(a);
+    if (options_.implicit_transfers && needs_device_image && !a.tile->device_only &&
+        a.tile->latest.load() == host) {
+      c_.submit_transfer(true, whole_tile(a, Role::in));
+      a.tile->latest.store(both);
+    }
+  }
+  c_.submit_launch(k, l.range, std::move(l.args));
+  for (const auto& a : tiles) {
+    if (!a.writes()) continue;
+    a.tile->latest.store(device);
+    const bool listed = std::any_of(written.begin(), written.end(), [&](const Access& w) { return w.tile == a.tile; });
+    if (!listed) written.push_back(device_image(whole_tile(a, Role::in)));
+  }
+  return written;
+}
+
+void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
+  std::lock_guard lock(residency_mutex());
+  for (const auto& a : roles) {
+    note_tile(m, a);
+    const bool needs_host_image = a.reads() || !whole(a);
+    if (options_.implicit_transfers && needs_host_image && !a.tile->device_only &&
+        a.tile->latest.load() == device) {
+      c_.submit_transfer(false, whole_tile(a, Role::in));
+      a.tile->latest.store(both);
+    }
+  }
+  for (const auto& a : roles)
+    if (a.writes()) a.tile->latest.store(host);
+}
+
+void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
+  try {
+    c_.submit_hook(name_, fn, std::move(roles));
+  } catch (const std::exception& e) {  // e.g. DeviceLost: the message must still come out
+    fn(Outcome{std::string("its completion hook was refused: ") + e.what()});
+  }
+}
+
+void NodeCore::hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
+  std::lock_guard lock(order_m_);
+  order_queue_.emplace_back(std::move(fn), std::move(roles));
+  if (order_busy_) return;
+  order_busy_ = true;
+  submit_next_in_order();
+}
+
+void NodeCore::submit_next_in_order() {
+  // The next hook is submitted once the one before has run, so their bodies run in order; its
+  // transfers were submitted on arrival, so waiting costs no overlap.
+  auto [fn, roles] = std::move(order_queue_.front());
+  order_queue_.pop_front();
+  auto self = shared_from_this();
+  hook(
+      [self, fn = std::move(fn)](const Outcome& o) {
+        fn(o);
+        std::lock_guard lock(self->order_m_);
+        if (self->order_queue_.empty())
+          self->order_busy_ = false;
+        else
+          self->submit_next_in_order();
+      },
+      std::move(roles));
+}
+
+void NodeCore::take_failures(Message& m, const Outcome& o) {
+  auto& engine = c_.engine();
+  for (const auto& t : m.touched_tiles)
+    for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
+  if (!m.error.empty()) return;
+  for (const auto& f : m.failures)
+    if (!f.cancelled) {
+      m.error = f.kind + " '" + f.name + "' (request #" + std::to_string(f.id) + ") failed: " + f.cause;
+      return;
+    }
+  m.error = o.error;
+}
+
+void NodeCore::note_exception(Message& m, const std::string& node, std::exception_ptr e) {
+  m.exception = e;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    m.error = "node '" + node + "': " + x.what();
+  } catch (...) {
+    m.error = "node '" + node + "': threw an exception that is not a std::exception";
+  }
+}
+
+}  // namespace hetflow::flow::detail

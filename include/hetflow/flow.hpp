@@ -1,0 +1,258 @@
+#pragma once
+// Nodes for the user's own tbb::flow::graph (docs/flow-nodes.md): a kernel launch, a host function and
+// the hand-off to plain TBB nodes, each a node that composes with input_node, limiter_node, join_node,
+// sequencer_node, buffer_node and make_edge. A message is any copyable struct derived from
+// hetflow::flow::Message holding the tiles its work uses; each node says, from the message, what it
+// does to which tiles, and the controller orders the requests by their hazards as for every request.
+//
+//   struct Frame : hetflow::flow::Message { hetflow::Tile<float> in, out; };
+//   hetflow::flow::kernel_node<Frame> blur(g, ctl, ctl.kernel("blur.cl", "blur"), [&](const Frame& f) {
+//     return hetflow::flow::launch(range, in(f.in), out(f.out), w, h); });
+//   hetflow::flow::host_node<Frame> save(g, ctl, [](const Frame& f) { return hetflow::flow::touch(in(f.out)); },
+//                                        [&](Frame& f) { write(f.out.host()); }, {.name = "save", .concurrency = 1});
+//   tbb::flow::make_edge(blur, save);
+//
+// Transfers follow from the roles: a kernel node moves to the device the tiles it reads whose latest
+// contents are on the host, a host node brings back those whose latest contents are on the device
+// (TileState::latest; whole tiles; requests made directly on the Controller do not update it, so a
+// tile a program moves itself should not also be left to the nodes). No thread blocks or spins while
+// the device works: nodes are async_nodes that emit from completion hooks (Controller::on_ready), and
+// each message holds the graph's wait_for_all() until the requests made for it have ended.
+#include <tbb/flow_graph.h>
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hetflow/controller.hpp>
+
+namespace hetflow::flow {
+
+// What every message carries besides its tiles. A message that failed passes through the nodes after
+// it without work, so limiters and slot pools get it back; the first failure's cause stays here.
+struct Message {
+  std::uint64_t seq = 0;  // set by the producer; sequencer_node and key_matching joins use it
+  std::string error;      // why it failed; empty while it did not
+  // The failed and cancelled requests made for this message, taken from the controller when a node saw
+  // the failure, so its tiles are usable by the next message at once (a wait no longer reports them).
+  std::vector<FailedRequest> failures;
+  std::exception_ptr exception;  // what a host_node body threw, as thrown
+  bool failed() const { return !error.empty(); }
+  // For messages reused from a pool: forget the last trip's failure (the tiles stay).
+  void clear_failure() {
+    error.clear();
+    failures.clear();
+    exception = nullptr;
+  }
+
+  // The tiles nodes made requests on for this message: where a node looks for its failures.
+  std::vector<std::shared_ptr<hetflow::detail::TileState>> touched_tiles;
+};
+
+// A kernel node's work for one message: the range and the arguments in the kernel's order, as
+// Controller::launch takes them.
+struct Launch {
+  Range range;
+  std::vector<hetflow::detail::KernelArg> args;
+};
+template <class... A>
+Launch launch(const Range& range, A&&... args) {
+  return Launch{range, {hetflow::detail::to_kernel_arg(std::forward<A>(args))...}};
+}
+
+// The tiles a host node's body uses, with their roles (in/out/io).
+struct Touch {
+  std::vector<Access> roles;
+};
+template <class... A>
+Touch touch(A&&... roles) {
+  return Touch{{Access(std::forward<A>(roles))...}};
+}
+
+// when_submitted: a kernel node passes the message on once its launch is submitted (the next kernel
+// node's launch is ordered after it on the device: no round trip to the host between them).
+// when_complete: once the kernel has ended (to time it, or to feed a node that is not hetflow's).
+enum class Emit { when_submitted, when_complete };
+
+struct NodeOptions {
+  std::string name;  // names the node's requests in dumps and traces; default: the kernel's name, "host"
+  Emit emit = Emit::when_submitted;  // kernel_node only
+  // host_node: how many bodies may run at once; 1 also runs them in the order the messages arrived.
+  std::size_t concurrency = tbb::flow::unlimited;
+  bool implicit_transfers = true;  // false: the node moves nothing; the program does
+};
+
+namespace detail {
+
+// The message-independent part of every node: transfers from residency, submissions, completion hooks
+// and failures (graph_nodes/flow_nodes.cpp).
+class NodeCore : public std::enable_shared_from_this<NodeCore> {
+ public:
+  NodeCore(Controller& c, std::string name, NodeOptions options);
+  const std::string& name() const { return name_; }
+  const NodeOptions& options() const { return options_; }
+
+  // The kernel's launch, after the transfers its reads need; the tiles it writes become device-latest.
+  // Returns the written tiles' device images, for the completion hook.
+  std::vector<Access> launch(const Kernel& k, Launch l, Message& m);
+  // Brings back what the roles read that is device-latest; written tiles become host-latest.
+  void prepare_host(const std::vector<Access>& roles, Message& m);
+  void hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
+  // Hooks run one after another, in the order submitted (host_node with concurrency 1).
+  void hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
+  // The outcome failed: the message takes the failures of its tiles' requests from the controller.
+  void take_failures(Message& m, const Outcome& o);
+  static void note_exception(Message& m, const std::string& node, std::exception_ptr e);
+
+ private:
+  void submit_next_in_order();  // with order_m_ held
+  static void note_tile(Message& m, const Access& a);
+
+  Controller& c_;
+  std::string name_;
+  NodeOptions options_;
+  std::recursive_mutex order_m_;  // recursive: a refused hook runs its function at once, which submits the next
+  std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
+  bool order_busy_ = false;
+};
+
+}  // namespace detail
+
+// Runs a kernel per message: fn(const Msg&) -> Launch.
+template <class Msg>
+class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>> {
+  using base = tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>>;
+  using async = tbb::flow::async_node<Msg, Msg>;
+
+ public:
+  template <class Fn>
+  kernel_node(tbb::flow::graph& g, Controller& c, Kernel k, Fn fn, NodeOptions o = {})
+      : base(g),
+        core_(std::make_shared<detail::NodeCore>(c, o.name.empty() ? k.name() : o.name, o)),
+        node_(g, tbb::flow::unlimited,
+              [core = core_, k, fn = std::move(fn)](const Msg& in, typename async::gateway_type& gw) {
+                Msg m = in;
+                if (m.failed()) {
+                  gw.try_put(m);
+                  return;
+                }
+                std::vector<Access> written;
+                try {
+                  written = core->launch(k, fn(m), m);
+                } catch (...) {  // refused at submission (arguments, limits): nothing was launched
+                  detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                  gw.try_put(m);
+                  return;
+                }
+                if (written.empty()) {  // writes nothing: nothing to wait for either
+                  gw.try_put(m);
+                  return;
+                }
+                gw.reserve_wait();
+                auto* gate = &gw;
+                if (core->options().emit == Emit::when_submitted) {
+                  gw.try_put(m);
+                  core->hook([gate](const Outcome&) { gate->release_wait(); }, std::move(written));
+                } else {
+                  core->hook(
+                      [core, gate, m](const Outcome& outcome) mutable {
+                        if (!outcome.ok()) core->take_failures(m, outcome);
+                        gate->try_put(m);
+                        gate->release_wait();
+                      },
+                      std::move(written));
+                }
+              }) {
+    base::set_external_ports(typename base::input_ports_type(node_), typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
+  }
+  // Puts a message in from outside the graph, as a oneTBB node's try_put.
+  bool try_put(const Msg& m) { return node_.try_put(m); }
+
+ private:
+  std::shared_ptr<detail::NodeCore> core_;
+  async node_;
+};
+
+// Runs body(Msg&) on a TBB worker once the host images of roles(msg) hold the message's latest data
+// (moved back from the device where needed); passes the message on when the body returns. A body that
+// throws, or a request of the message that failed before, marks the message failed (the body does not
+// run then) and it passes on all the same.
+template <class Msg>
+class host_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>> {
+  using base = tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>>;
+  using async = tbb::flow::async_node<Msg, Msg>;
+
+ public:
+  template <class RolesFn, class Body>
+  host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, Body body, NodeOptions o = {})
+      : base(g),
+        core_(std::make_shared<detail::NodeCore>(c, o.name.empty() ? std::string("host") : o.name, o)),
+        // One at a time and in order: the submitting step too, so hooks are queued in arrival order.
+        node_(g, o.concurrency == 1 ? tbb::flow::serial : tbb::flow::unlimited,
+              [core = core_, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
+                  const Msg& in, typename async::gateway_type& gw) {
+                Msg m = in;
+                if (m.failed()) {
+                  gw.try_put(m);
+                  return;
+                }
+                std::vector<Access> touched;
+                try {
+                  touched = roles(m).roles;
+                  core->prepare_host(touched, m);
+                } catch (...) {
+                  detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                  gw.try_put(m);
+                  return;
+                }
+                gw.reserve_wait();
+                auto* gate = &gw;
+                auto run = [core, gate, m, body](const Outcome& outcome) mutable {
+                  if (!outcome.ok()) {
+                    core->take_failures(m, outcome);
+                  } else {
+                    try {
+                      (*body)(m);
+                    } catch (...) {
+                      detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                    }
+                  }
+                  gate->try_put(m);
+                  gate->release_wait();
+                };
+                if (core->options().concurrency == 1)
+                  core->hook_in_order(std::move(run), std::move(touched));
+                else
+                  core->hook(std::move(run), std::move(touched));
+              }) {
+    base::set_external_ports(typename base::input_ports_type(node_), typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
+  }
+  // Puts a message in from outside the graph, as a oneTBB node's try_put.
+  bool try_put(const Msg& m) { return node_.try_put(m); }
+
+ private:
+  std::shared_ptr<detail::NodeCore> core_;
+  async node_;
+};
+
+// Passes each message on once the host images of roles(msg) hold its latest data: the hand-off to
+// plain TBB nodes (function_node, sinks), which may then read those images.
+template <class Msg>
+class to_host_node : public host_node<Msg> {
+ public:
+  template <class RolesFn>
+  to_host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, NodeOptions o = {})
+      : host_node<Msg>(g, c, std::move(roles), [](Msg&) {}, with_name(std::move(o))) {}
+
+ private:
+  static NodeOptions with_name(NodeOptions o) {
+    if (o.name.empty()) o.name = "to_host";
+    return o;
+  }
+};
+
+}  // namespace hetflow::flow

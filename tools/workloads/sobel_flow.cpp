@@ -1,0 +1,152 @@
+#include "workloads/sobel_flow.hpp"
+
+#include <hetflow/flow.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/cpu_reference.hpp"
+#include "workloads/frames.hpp"
+
+namespace hetflow::workloads {
+namespace {
+
+using namespace tbb::flow;
+namespace hf = hetflow::flow;
+
+struct Frame : hf::Message {
+  Tile<float> in, out, row_diff, row_smooth, gx, gy;  // one slot's tiles
+};
+
+}  // namespace
+
+RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
+  if (slots < 1) throw UsageError("sobel_flow_graph: slots must be at least 1, got " + std::to_string(slots));
+  int width = run.width, height = run.height, frames = run.frames;
+  std::shared_ptr<Y4mReader> reader;
+  if (!run.input.empty()) {
+    const int available = count_y4m_frames(run.input);
+    reader = std::make_shared<Y4mReader>(run.input);
+    width = reader->width();
+    height = reader->height();
+    frames = frames > 0 ? std::min(frames, available) : available;
+  }
+  if (width <= 0 || height <= 0 || frames <= 0)
+    throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(width) + "x" +
+                     std::to_string(height) + ", " + std::to_string(frames) + " frames)");
+  std::shared_ptr<Y4mWriter> writer;
+  if (!run.output.empty()) writer = std::make_shared<Y4mWriter>(run.output, width, height);
+
+  const Extent extent{std::size_t(width), std::size_t(height)};
+  const std::size_t count = extent.count();
+  const int w = width, h = height;
+  const Range range = Range(round_up(std::size_t(w), kStencilLocal), round_up(std::size_t(h), kStencilLocal))
+                          .local(kStencilLocal, kStencilLocal);
+  auto kernel = [&](const char* name) { return c.kernel("sobel.cl", name, "-cl-kernel-arg-info"); };
+  const Kernel rows_k = kernel("sobel_rows"), smooth_k = kernel("sobel_col_smooth"), diff_k = kernel("sobel_col_diff"),
+               mag_k = kernel("sobel_magnitude");
+  std::vector<Frame> pool_frames(static_cast<std::size_t>(slots));
+  for (int s = 0; s < slots; ++s) {
+    auto& f = pool_frames[std::size_t(s)];
+    const std::string n = std::to_string(s);
+    f.in = c.tile<float>(extent, "frame" + n);
+    f.out = c.tile<float>(extent, "edges" + n);
+    f.row_diff = c.device_tile<float>(extent, "row_diff" + n);
+    f.row_smooth = c.device_tile<float>(extent, "row_smooth" + n);
+    f.gx = c.device_tile<float>(extent, "gx" + n);
+    f.gy = c.device_tile<float>(extent, "gy" + n);
+    // Warm-up (untimed), as the imperative version: every kernel once per slot.
+    c.launch(rows_k, range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
+    c.launch(smooth_k, range, in(f.row_diff), out(f.gx), w, h);
+    c.launch(diff_k, range, in(f.row_smooth), out(f.gy), w, h);
+    c.launch(mag_k, range, in(f.gx), in(f.gy), out(f.out), w, h);
+  }
+  c.wait_all();
+
+  std::vector<double> sums(std::size_t(frames), 0.0);
+  std::vector<std::string> errors;
+  RunResult result;
+  const auto t0 = std::chrono::steady_clock::now();
+
+  graph g;
+  // The pool holds the slots; a reserving join takes a frame number only with a free slot, so at most
+  // `slots` frames are in flight and no tile is made per frame.
+  buffer_node<Frame> pool(g);
+  input_node<std::uint64_t> numbers(g, [i = std::uint64_t{0}, n = std::uint64_t(frames)](tbb::flow_control& fc) mutable {
+    if (i == n) fc.stop();
+    return i++;
+  });
+  join_node<std::tuple<std::uint64_t, Frame>, reserving> take(g);
+  function_node<std::tuple<std::uint64_t, Frame>, Frame> label(g, serial, [](const std::tuple<std::uint64_t, Frame>& t) {
+    Frame f = std::get<1>(t);
+    f.seq = std::get<0>(t);
+    f.clear_failure();
+    return f;
+  });
+  // A .y4m stream is read in frame order: one body at a time, in arrival order (the label is serial).
+  hf::host_node<Frame> load(
+      g, c, [](const Frame& f) { return hf::touch(out(f.in)); },
+      [reader, w, h](Frame& f) {
+        if (!reader)
+          generate_frame(f.in.data(), w, h, int(f.seq));
+        else if (!reader->read_luma(f.in.data()))
+          throw Error("input ended before frame " + std::to_string(f.seq));
+      },
+      {.name = "load", .concurrency = reader ? std::size_t(1) : unlimited});
+  hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
+    return hf::launch(range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
+  });
+  hf::kernel_node<Frame> smooth(
+      g, c, smooth_k, [&](const Frame& f) { return hf::launch(range, in(f.row_diff), out(f.gx), w, h); });
+  hf::kernel_node<Frame> diff(
+      g, c, diff_k, [&](const Frame& f) { return hf::launch(range, in(f.row_smooth), out(f.gy), w, h); });
+  hf::kernel_node<Frame> magnitude(
+      g, c, mag_k, [&](const Frame& f) { return hf::launch(range, in(f.gx), in(f.gy), out(f.out), w, h); });
+  hf::host_node<Frame> consume(
+      g, c, [](const Frame& f) { return hf::touch(in(f.out)); },
+      [&, count](Frame& f) {
+        sums[f.seq] = host_sum(f.out.data(), count);
+        if (f.seq + 1 == std::uint64_t(frames)) result.output.assign(f.out.data(), f.out.data() + count);
+      },
+      {.name = "consume"});
+  // The writer needs frame order back: a sequencer, then one body at a time.
+  sequencer_node<Frame> in_order(g, [](const Frame& f) { return f.seq; });
+  hf::host_node<Frame> write(
+      g, c, [](const Frame& f) { return hf::touch(in(f.out)); },
+      [writer](Frame& f) {
+        if (writer) writer->write_luma(f.out.data());
+      },
+      {.name = "write", .concurrency = 1});
+  function_node<Frame> recycle(g, serial, [&](const Frame& f) {
+    if (f.failed()) errors.push_back("frame " + std::to_string(f.seq) + ": " + f.error);
+    pool.try_put(f);
+  });
+
+  make_edge(numbers, input_port<0>(take));
+  make_edge(pool, input_port<1>(take));
+  make_edge(take, label);
+  make_edge(label, load);
+  make_edge(load, rows);
+  make_edge(rows, smooth);
+  make_edge(smooth, diff);
+  make_edge(diff, magnitude);
+  make_edge(magnitude, consume);
+  make_edge(consume, in_order);
+  make_edge(in_order, write);
+  make_edge(write, recycle);
+  for (auto& f : pool_frames) pool.try_put(f);
+  numbers.activate();
+  g.wait_for_all();
+  c.wait_all();
+
+  if (!errors.empty()) throw Error("sobel flow graph: " + std::to_string(errors.size()) + " frame(s) failed; " + errors[0]);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.frames = frames;
+  for (double s : sums) result.checksum += s;
+  if (writer) writer->close();
+  return result;
+}
+
+}  // namespace hetflow::workloads
