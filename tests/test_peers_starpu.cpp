@@ -92,7 +92,8 @@ TEST_CASE("StarPU workloads: Jacobi equals the CPU reference and hetflow's versi
   }
 }
 
-TEST_CASE("StarPU workloads: bad parameters and a missing kernel file are reported") {
+TEST_CASE("StarPU workloads: bad parameters, an unknown scheduler and a missing kernel file are reported") {
+  CHECK_THROWS_AS(peers::Starpu(device(), "no-such-scheduler"), UsageError);
   peers::Starpu sp(device(), "eager");
   CHECK_THROWS_AS(peers::sobel(sp, {0, 45, 5, 2, kernels}), UsageError);
   CHECK_THROWS_AS(peers::sobel(sp, {67, 45, 5, 0, kernels}), UsageError);

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     std::printf("%s %s x %d%s on %s (%s), median of %d after a warm-up round\n", workload.c_str(), argv[2], steps,
                 sobel ? " frames, 2 slots" : " iterations, snapshot every 10", device.device.name.c_str(),
                 device.device.platform_name.c_str(), repeats);
-    std::printf("StarPU: %s (scheduler per row)\n", starpu_description.c_str());
+    std::printf("%s; its scheduler per row\n", starpu_description.c_str());
     std::printf("%-16s %10s %10s %10s %11s %6s\n", "runtime", "median s", "ms/step", "/native", "/hetflow", "ident");
     const double native_s = median(times[0]), hetflow_s = median(times[1]);
     bool all_identical = true;

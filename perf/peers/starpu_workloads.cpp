@@ -320,11 +320,18 @@ Starpu::Starpu(const DeviceInfo& device, const std::string& scheduler) {
   }
   // The context starpu_init makes is number 0 (StarPU's STARPU_GLOBAL_SCHED_CTX, not in its headers).
   scheduler_ = starpu_sched_ctx_get_sched_policy(0)->policy_name;
+  // StarPU falls back to its default policy, with only a warning, for a name it does not know.
+  const char* env_scheduler = std::getenv("STARPU_SCHED");
+  const std::string asked = env_scheduler && *env_scheduler ? env_scheduler : scheduler;
+  if (scheduler_ != asked) {
+    starpu_shutdown();
+    throw UsageError("StarPU has no scheduler '" + asked + "' (it started '" + scheduler_ + "')");
+  }
   char worker[256] = "?";
   starpu_worker_get_name(starpu_worker_get_by_type(STARPU_OPENCL_WORKER, 0), worker, sizeof worker);
   description_ = "StarPU " + std::to_string(STARPU_MAJOR_VERSION) + "." + std::to_string(STARPU_MINOR_VERSION) + "." +
-                 std::to_string(STARPU_RELEASE_VERSION) + ", scheduler " + scheduler_ + ", " +
-                 std::to_string(starpu_cpu_worker_get_count()) + " CPU worker(s), OpenCL worker '" + worker + "'";
+                 std::to_string(STARPU_RELEASE_VERSION) + ", " + std::to_string(starpu_cpu_worker_get_count()) +
+                 " CPU worker(s), OpenCL worker '" + worker + "'";
   // How many OpenCL tasks the worker keeps in flight (0: it waits for each): on a CPU device its
   // polling for their completion competes with the device's own threads.
   const char* pipeline = std::getenv("STARPU_OPENCL_PIPELINE");

@@ -30,7 +30,7 @@ class Starpu {
   Starpu& operator=(const Starpu&) = delete;
 
   const std::string& scheduler() const { return scheduler_; }
-  // "StarPU 1.3.10, scheduler eager, 1 CPU worker(s), OpenCL worker 'OpenCL 0 (...)', ..."
+  // "StarPU 1.3.10, 1 CPU worker(s), OpenCL worker 'OpenCL 0 (...)', STARPU_OPENCL_PIPELINE=..."
   const std::string& description() const { return description_; }
   int opencl_devid() const { return devid_; }
 
