@@ -73,6 +73,9 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
     export STARPU_HOME=/tmp/hetflow-starpu-home
     run peers_sobel_4k $B/bin/bench_peers_workloads sobel 4k 100 5
     run peers_jacobi $B/bin/bench_peers_workloads jacobi 16384 300 3
+    # StarPU's idle CPU workers spin (Debian builds it with non-blocking drivers): with one per core
+    # they compete with the host tasks' own TBB threads; the same with two.
+    STARPU_NCPU=2 run peers_sobel_4k_ncpu2 $B/bin/bench_peers_workloads sobel 4k 100 3 lws,dmda,dmdas
   fi
   HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
   HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
