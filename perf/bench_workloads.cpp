@@ -2,7 +2,8 @@
 // interleaved (native sync, native async, hetflow sync, hetflow async, repeated), on the default
 // device (HETFLOW_DEVICE picks another).
 //   bench_workloads sobel|jacobi|matpow SIZE STEPS [REPEATS=5]
-//     sobel: SIZE = 4k | 8k | 16k | WxH, STEPS = frames;  jacobi/matpow: SIZE = N, STEPS = iterations/products
+//     sobel: SIZE = 720p | 1080p | 4k | 8k | 16k | WxH, STEPS = frames;  jacobi/matpow: SIZE = N, STEPS =
+//     iterations/products
 // Prints medians, hetflow's async gain over sync, its overhead over native async, and the
 // pipelined bound max(ΣH2D, ΣD2H, Σkernels) from the native async run's profiled command times.
 #include <hetflow/hetflow.hpp>
@@ -17,6 +18,7 @@
 #include "native/native_workloads.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/pipelines.hpp"
+#include "bench_sizes.hpp"
 #include "bench_timing.hpp"
 
 using namespace hetflow;
@@ -24,15 +26,7 @@ using namespace hetflow;
 namespace {
 
 using bench::median;
-
-std::pair<int, int> parse_size(const std::string& s) {
-  static const std::map<std::string, std::pair<int, int>> named = {
-      {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
-  if (auto it = named.find(s); it != named.end()) return it->second;
-  const auto x = s.find('x');
-  if (x == std::string::npos) return {std::stoi(s), std::stoi(s)};
-  return {std::stoi(s.substr(0, x)), std::stoi(s.substr(x + 1))};
-}
+using bench::parse_size;
 
 bool identical(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && workloads::count_bit_differences(a.data(), b.data(), a.size()) == 0;

@@ -71,6 +71,15 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run copy_concurrency $B/bin/bench_copy_concurrency 64 64
   run overhead_nvidia $B/bin/bench_overhead 20000 7
   [ -x $B/bin/bench_peers_overhead ] && run peers_overhead_nvidia $B/bin/bench_peers_overhead 5000 5
+  if [ -x $B/bin/bench_peers_workloads ]; then
+    # StarPU's performance models go to STARPU_HOME (the warm-up round calibrates them there).
+    export STARPU_HOME=/tmp/hetflow-starpu-home
+    run peers_sobel_4k $B/bin/bench_peers_workloads sobel 4k 100 5
+    run peers_jacobi $B/bin/bench_peers_workloads jacobi 16384 300 3
+    # StarPU's idle CPU workers spin (Debian builds it with non-blocking drivers): with one per core
+    # they compete with the host tasks' own TBB threads; the same with two.
+    STARPU_NCPU=2 run peers_sobel_4k_ncpu2 $B/bin/bench_peers_workloads sobel 4k 100 3 lws,dmda,dmdas
+  fi
   HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
   HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
   run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
@@ -86,6 +95,7 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
   grep -h -A2 "median of" "$L"/flow_graph_*.log
   grep -h -A4 "perf/overhead" "$L"/overhead_*.log
+  grep -h -A12 "after a warm-up round" "$L"/peers_*.log
   grep -h -A6 "perf/banded" "$L"/banded_pocl.log
   tail -n 9 "$L/copy_concurrency.log"
 fi
