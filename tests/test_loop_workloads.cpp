@@ -132,6 +132,13 @@ TEST_CASE("loop workloads: Barnes-Hut equals its reference over two steps, and t
   }
 }
 
+TEST_CASE("loop workloads: Barnes-Hut built fast-math stays within its tolerance") {
+  Controller c;
+  wl::BarnesHutLoop w(c, {.n = 1500, .fast_math = true});
+  w.before_step();
+  check_against(c, w, w.reference(), false);
+}
+
 TEST_CASE("loop workloads: chunks outside the loop are refused") {
   Controller c;
   wl::MandelbrotLoop m(c, {.width = 8, .height = 8, .max_iter = 4});
