@@ -10,8 +10,10 @@
 //     --cpu-seconds=S   time budget of the one-core measurement (3)
 //     --cpu-chunk=N     iterations per CPU block (64)
 //     --check           after the sweep, one device pass over [0, n) against the sequential reference
+//     (the reference is one core's pass over the whole loop: minutes at the H200 sizes)
 // Device time is OpenCL profiling (kernel start to end, in-order queue so launches never overlap);
-// "wall" is host clock from the first launch to the wait, which adds launch gaps.
+// "wall" is host clock from the first launch to the wait, which adds launch gaps; max/min is the
+// slowest launch's time over the fastest's among the chunks of one size (1 for a regular loop).
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
@@ -122,6 +124,7 @@ std::vector<std::pair<std::size_t, std::size_t>> chunks_of(std::size_t n, std::s
 
 struct Sample {
   double device_s = 0, wall_s = 0;
+  double slowest_s = 0, fastest_s = 1e30;  // per launch: how unevenly the loop's cost is spread
   std::size_t iterations = 0, launches = 0;
 };
 
@@ -141,8 +144,14 @@ Sample device_pass(Controller& c, const Loop& l, std::size_t chunk, std::size_t 
     if (recs[i].kind == "kernel" && recs[i].name == l.kernel) {
       if (recs[i].start_ns < 0 || recs[i].end_ns < recs[i].start_ns)
         throw Error("kernel record " + std::to_string(recs[i].id) + " has no profiling times");
-      s.device_s += double(recs[i].end_ns - recs[i].start_ns) * 1e-9;
+      const double t = double(recs[i].end_ns - recs[i].start_ns) * 1e-9;
+      s.device_s += t;
       ++s.launches;
+      // The range's last chunk may be short: only full chunks compare.
+      if (s.launches < chunks.size() || chunks.back().second - chunks.back().first == chunk) {
+        s.slowest_s = std::max(s.slowest_s, t);
+        s.fastest_s = std::min(s.fastest_s, t);
+      }
     }
   if (s.launches != chunks.size())
     throw Error("expected " + std::to_string(chunks.size()) + " kernel records, found " + std::to_string(s.launches));
@@ -209,7 +218,8 @@ int main(int argc, char** argv) {
     l.device(c, 0, std::min<std::size_t>(l.n, 64));  // warm-up: first-launch costs stay out of the table
     c.wait_all();
 
-    std::printf("%10s %8s %12s %14s %14s\n", "chunk", "launches", "kernel_us", "device_it/s", "wall_it/s");
+    std::printf("%10s %8s %12s %8s %14s %14s\n", "chunk", "launches", "kernel_us", "max/min", "device_it/s",
+                "wall_it/s");
     struct Row {
       std::size_t chunk;
       double device, wall;
@@ -217,18 +227,19 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (std::size_t chunk = 64;; chunk *= 2) {
       chunk = std::min(chunk, l.n);
-      std::vector<double> dev, wall, per_launch;
+      std::vector<double> dev, wall, per_launch, spread;
       std::size_t launches = 0;
       for (std::size_t r = 0; r < o.reps; ++r) {
         const Sample s = device_pass(c, l, chunk, o.max_chunks);
         dev.push_back(double(s.iterations) / s.device_s);
         wall.push_back(double(s.iterations) / s.wall_s);
         per_launch.push_back(s.device_s / double(s.launches) * 1e6);
+        spread.push_back(s.slowest_s / s.fastest_s);
         launches = s.launches;
       }
       rows.push_back({chunk, bench::median(dev), bench::median(wall)});
-      std::printf("%10zu %8zu %12.1f %14.4g %14.4g\n", chunk, launches, bench::median(per_launch), rows.back().device,
-                  rows.back().wall);
+      std::printf("%10zu %8zu %12.1f %8.2f %14.4g %14.4g\n", chunk, launches, bench::median(per_launch),
+                  bench::median(spread), rows.back().device, rows.back().wall);
       std::fflush(stdout);
       if (chunk == l.n) break;
     }

@@ -50,6 +50,12 @@ class BarnesHutLoop {
   // device needs both moved again); after_step reads the accelerations and writes the positions.
   void before_step();
   void after_step();
+  // What they touch, to run them as host tasks ordered after the loop's chunks and before the
+  // next call's transfers (after_step reads every chunk's accelerations: the device's fetched).
+  std::vector<Access> before_step_accesses() const {
+    return {io(pos_mass_), out(tree_mass_), out(tree_open2_), out(tree_links_)};
+  }
+  std::vector<Access> after_step_accesses() const { return {in(acc_), io(pos_mass_)}; }
 
   void upload(Controller& c);  // moves reads() to the device
   void fetch(Controller& c, std::size_t begin, std::size_t end) { c.move_from(span_of(acc_, begin, end)); }

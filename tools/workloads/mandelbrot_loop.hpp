@@ -30,6 +30,8 @@ class MandelbrotLoop {
   void device(Controller& c, std::size_t begin, std::size_t end);
   void before_step() {}
   void after_step() {}
+  std::vector<Access> before_step_accesses() const { return {}; }
+  std::vector<Access> after_step_accesses() const { return {}; }
 
   // Test and benchmark helpers: no inputs to upload; D2H of the rows a device chunk wrote.
   void upload(Controller&) {}

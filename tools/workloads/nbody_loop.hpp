@@ -34,6 +34,8 @@ class NBodyLoop {
   void device(Controller& c, std::size_t begin, std::size_t end);
   void before_step() {}
   void after_step() {}
+  std::vector<Access> before_step_accesses() const { return {}; }
+  std::vector<Access> after_step_accesses() const { return {}; }
 
   void upload(Controller& c) { c.move_to(pos_mass_); }
   void fetch(Controller& c, std::size_t begin, std::size_t end) { c.move_from(span_of(acc_, begin, end)); }

@@ -43,6 +43,8 @@ class SpmvLoop {
   void device(Controller& c, std::size_t begin, std::size_t end);
   void before_step() {}
   void after_step() {}
+  std::vector<Access> before_step_accesses() const { return {}; }
+  std::vector<Access> after_step_accesses() const { return {}; }
 
   void upload(Controller& c);
   void fetch(Controller& c, std::size_t begin, std::size_t end) { c.move_from(span_of(y_, begin, end)); }
