@@ -5,6 +5,7 @@
 //     SIZE: mandelbrot: image side (rows = iterations); nbody, barnes-hut: bodies; spmv: log2 rows
 //     --max-iter=N      mandelbrot's iteration limit (2048)
 //     --fast            nbody, barnes-hut: the fast-math kernel (rsqrt, contraction)
+//     --lanes=N         nbody: work-items per body (16)
 //     --max-chunks=N    launches per chunk size; beyond n/chunk they sample the range evenly (256)
 //     --reps=N          passes per chunk size; the table shows the median (3)
 //     --cpu-seconds=S   time budget of the one-core measurement (3)
@@ -39,7 +40,7 @@ struct Options {
   std::size_t size = 0;
   int max_iter = 2048;
   bool fast = false, check = false;
-  std::size_t max_chunks = 256, reps = 3, cpu_chunk = 64;
+  std::size_t max_chunks = 256, reps = 3, cpu_chunk = 64, lanes = 16;
   double cpu_seconds = 3;
 };
 
@@ -80,8 +81,11 @@ Loop make_loop(Controller& c, const Options& o) {
                 std::to_string(o.size) + "x" + std::to_string(o.size) + " max_iter " + std::to_string(o.max_iter));
   }
   if (o.workload == "nbody") {
-    auto w = std::make_shared<wl::NBodyLoop>(c, wl::NBodyLoop::Params{.n = o.size, .fast_math = o.fast});
-    return wrap(w, "nbody_accel", std::to_string(o.size) + " bodies" + (o.fast ? ", fast math" : ", exact"));
+    auto w =
+        std::make_shared<wl::NBodyLoop>(c, wl::NBodyLoop::Params{.n = o.size, .fast_math = o.fast, .lanes = o.lanes});
+    return wrap(w, "nbody_accel",
+                std::to_string(o.size) + " bodies, " + std::to_string(o.lanes) + " lanes" +
+                    (o.fast ? ", fast math" : ", exact"));
   }
   if (o.workload == "spmv") {
     const auto t0 = std::chrono::steady_clock::now();

@@ -105,9 +105,13 @@ TEST_CASE("loop workloads: the R-MAT matrix is deterministic and power-law") {
 
 TEST_CASE("loop workloads: N-body all pairs equals its reference, exactly when built exact") {
   Controller c;
-  // Exact: contraction off and a correctly rounded 1/sqrt on both sides.
+  // Exact: contraction off and a correctly rounded 1/sqrt on both sides; 16 lanes per body
+  // (the default) and 1.
   wl::NBodyLoop exact(c, {.n = 1100});
   check_against(c, exact, exact.reference(), true);
+  wl::NBodyLoop one_lane(c, {.n = 1100, .lanes = 1});
+  check_against(c, one_lane, one_lane.reference(), true);
+  CHECK_THROWS_AS(wl::NBodyLoop(c, {.n = 16, .lanes = 12}), UsageError);
   wl::NBodyLoop fast(c, {.n = 1100, .fast_math = true});
   check_against(c, fast, fast.reference(), false);
 }

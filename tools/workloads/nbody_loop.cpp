@@ -1,6 +1,7 @@
 #include "workloads/nbody_loop.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,10 +11,14 @@
 namespace hetflow::workloads {
 namespace {
 
+constexpr std::size_t kMaxLanes = kLoopLocal;
+
 const NBodyLoop::Params& validated(const NBodyLoop::Params& p) {
-  if (p.n == 0 || p.n > std::size_t(std::numeric_limits<std::int32_t>::max()) || !(p.eps > 0.0f))
-    throw UsageError("nbody: n must be in [1, 2^31) and eps > 0 (got n = " + std::to_string(p.n) +
-                     ", eps = " + std::to_string(p.eps) + ")");
+  if (p.n == 0 || p.n > std::size_t(std::numeric_limits<std::int32_t>::max()) || !(p.eps > 0.0f) || p.lanes == 0 ||
+      p.lanes > kMaxLanes || (p.lanes & (p.lanes - 1)) != 0)
+    throw UsageError("nbody: n must be in [1, 2^31), eps > 0 and lanes a power of two in [1, " +
+                     std::to_string(kMaxLanes) + "] (got n = " + std::to_string(p.n) +
+                     ", eps = " + std::to_string(p.eps) + ", lanes = " + std::to_string(p.lanes) + ")");
   return p;
 }
 
@@ -24,20 +29,28 @@ float uniform(std::uint32_t seed, std::size_t i, std::uint32_t k, float lo, floa
   return lo + (hi - lo) * float(h >> 8) * 0x1p-24f;
 }
 
-// kernels_cl/nbody.cl built exact, operation for operation (the target builds with -ffp-contract=off).
-Vec4 accel(const Vec4* pm, std::size_t n, std::size_t i, float eps2) {
+// kernels_cl/nbody.cl built exact, operation for operation (the target builds with
+// -ffp-contract=off): lane l's sum over j = l, l + lanes, ... kept apart, then the lanes in order.
+Vec4 accel(const Vec4* pm, std::size_t n, std::size_t i, float eps2, std::size_t lanes) {
   const Vec4 p = pm[i];
-  float ax = 0.0f, ay = 0.0f, az = 0.0f;
+  std::array<Vec4, kMaxLanes> part{};
   for (std::size_t j = 0; j < n; ++j) {
     const Vec4 q = pm[j];
     const float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
     const float inv = 1.0f / std::sqrt(((dx * dx + dy * dy) + dz * dz) + eps2);
     const float s = q.w * ((inv * inv) * inv);
-    ax = ax + dx * s;
-    ay = ay + dy * s;
-    az = az + dz * s;
+    Vec4& a = part[j & (lanes - 1)];  // lanes is a power of two
+    a.x = a.x + dx * s;
+    a.y = a.y + dy * s;
+    a.z = a.z + dz * s;
   }
-  return {ax, ay, az, 0.0f};
+  float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    sx = sx + part[l].x;
+    sy = sy + part[l].y;
+    sz = sz + part[l].z;
+  }
+  return {sx, sy, sz, 0.0f};
 }
 
 }  // namespace
@@ -61,13 +74,15 @@ void NBodyLoop::cpu(std::size_t begin, std::size_t end) {
   check_chunk("nbody", begin, end, size());
   const Vec4* pm = pos_mass_.data();
   Vec4* acc = acc_.data();
-  for (std::size_t i = begin; i < end; ++i) acc[i] = accel(pm, p_.n, i, eps2_);
+  for (std::size_t i = begin; i < end; ++i) acc[i] = accel(pm, p_.n, i, eps2_, p_.lanes);
 }
 
 void NBodyLoop::device(Controller& c, std::size_t begin, std::size_t end) {
   check_chunk("nbody", begin, end, size());
-  c.launch(kernel_, Range(round_up_to(end - begin, kLoopLocal)).offset(begin).local(kLoopLocal), in(pos_mass_),
-           out(span_of(acc_, begin, end)), int(p_.n), int(end), eps2_);
+  // A work-group of kLoopLocal work-items: `lanes` per body, kLoopLocal / lanes bodies.
+  const std::size_t rows = kLoopLocal / p_.lanes;
+  c.launch(kernel_, Range(p_.lanes, round_up_to(end - begin, rows)).offset(0, begin).local(p_.lanes, rows),
+           in(pos_mass_), out(span_of(acc_, begin, end)), local_mem<Vec4>(kLoopLocal), int(p_.n), int(end), eps2_);
 }
 
 void NBodyLoop::clear_output() {
@@ -79,7 +94,7 @@ std::vector<float> NBodyLoop::reference() const {
   std::vector<float> ref(4 * p_.n);
   const Vec4* pm = pos_mass_.data();
   for (std::size_t i = 0; i < p_.n; ++i) {
-    const Vec4 a = accel(pm, p_.n, i, eps2_);
+    const Vec4 a = accel(pm, p_.n, i, eps2_, p_.lanes);
     ref[4 * i] = a.x, ref[4 * i + 1] = a.y, ref[4 * i + 2] = a.z, ref[4 * i + 3] = a.w;
   }
   return ref;

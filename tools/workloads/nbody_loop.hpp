@@ -21,6 +21,11 @@ class NBodyLoop {
     // repeats the host's operations and the accelerations are bit-identical. Fast: the kernel is
     // built with -cl-fast-relaxed-math and rsqrt (what a GPU benchmark runs); within kFastTolerance.
     bool fast_math = false;
+    // Work-items per body (a power of two up to 64), each summing every lanes-th body: a chunk
+    // of c bodies fills c * lanes work-items, so a GPU saturates on chunks `lanes` times smaller
+    // (one work-item per body needs ~270k bodies in flight on an H200). The host sums the same
+    // way, so the results do not depend on the device.
+    std::size_t lanes = 16;
   };
   // Relative to the RMS acceleration (components near 0 cancel): rsqrt's few ulps and fused
   // multiply-adds over n terms.
