@@ -189,6 +189,8 @@ Options parse(int argc, char** argv) {
       o.check = true;
     else if (key == "--max-iter")
       o.max_iter = std::stoi(val);
+    else if (key == "--lanes")
+      o.lanes = std::stoul(val);
     else if (key == "--max-chunks")
       o.max_chunks = std::max<std::size_t>(2, std::stoul(val));
     else if (key == "--reps")
