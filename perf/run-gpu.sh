@@ -44,6 +44,7 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run threads $B/bin/test_threads_and_lifetimes
   run on_ready $B/bin/test_on_ready
   run flow_nodes $B/bin/test_flow_nodes
+  run loop_workloads $B/bin/test_loop_workloads
   # Device faults (docs/drivers.md): injected, in-process; then real ones, one process each.
   run faults_injected $B/bin/test_device_faults --test-case-exclude="*process of its own*"
   for cfg in "async 1" "async 3" "sync 1"; do run "device_fault_${cfg// /_}" $B/bin/device_fault $cfg; done

@@ -94,7 +94,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
         else if (!reader->read_luma(f.in.data()))
           throw Error("input ended before frame " + std::to_string(f.seq));
       },
-      {.name = "load", .concurrency = reader ? std::size_t(1) : unlimited});
+      {.name = "load", .concurrency = reader ? std::size_t(1) : std::size_t(unlimited)});
   hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
     return hf::launch(range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
   });
