@@ -6,9 +6,9 @@
 //               after the transfer it needs has completed. Nothing overlaps.
 //  Mode::async  three in-order profiling queues (H2D, kernels, D2H) ordered by cl_event wait lists,
 //               clFlush after every enqueue another queue waits on, pinned host memory, and two
-//               device/host images of whatever streams, so that (Sobel) frame i+1's H2D overlaps
-//               frame i's kernels and frame i-1's D2H, and the host work (frame generation, sums,
-//               norms) overlaps the device.
+//               (Sobel: SobelParams::slots) device/host images of whatever streams, so that (Sobel)
+//               frame i+1's H2D overlaps frame i's kernels and frame i-1's D2H, and the host work
+//               (frame generation, sums, norms) overlaps the device.
 //
 // Both modes use the same pinned host buffers (CL_MEM_ALLOC_HOST_PTR buffers mapped once), the same
 // kernels (kernels_cl/, built with exactly kBuildOptions) and the same launch geometry as the
@@ -53,9 +53,15 @@ struct Result {
 // Frames are workloads::generate_frame(dst, width, height, i), i = 0..frames-1, written by the host
 // straight into the pinned host buffer (the "host read" of 004 Fig. 4); each result comes back to
 // a pinned buffer and the host sums it (the "host write").
+// Under async, frame i uses slot i % slots (pinned host and device buffers of an input and an
+// output frame) and the host consumes frame i - (slots - 1) after enqueueing frame i, so it never
+// waits for a D2H that a later slot could cover. The host work runs in a TBB arena of
+// host_threads, as in the hetflow version (workloads/sobel_sizing.hpp gives both defaults).
 struct SobelParams {
   int width = 0, height = 0, frames = 0;
   std::string kernels_dir = "kernels_cl";  // where sobel.cl is, after $HETFLOW_KERNEL_PATH
+  int slots = 0;                           // async; 0: workloads::kDefaultSobelSlots
+  int host_threads = 0;                    // 0: workloads::default_host_threads(device)
 };
 
 // Grid: workloads::jacobi_initial_grid(n). Every copy_every iterations the current grid goes to
