@@ -1,5 +1,7 @@
 #include "native/native_workloads.hpp"
 
+#include "native/ordered_consumer.hpp"
+
 #include <hetflow/errors.hpp>
 
 #include "workloads/cpu_reference.hpp"
@@ -249,17 +251,16 @@ Result sobel_impl(const cl::Device& device, const SobelParams& p, Mode mode) {
     }
   } else {
     const std::size_t frames = static_cast<std::size_t>(p.frames), n = static_cast<std::size_t>(slots);
-    // The host consumes frame i - lag after enqueueing frame i: the most a slot allows, since
-    // frame i's D2H into h_out[i % n] needs frame i - n consumed.
-    const std::size_t lag = n - 1;
     Events h2d(frames), rows(frames), mag(frames), d2h(frames);
-    std::size_t consumed = 0;
-    auto consume_through = [&](std::size_t last) {
-      for (; consumed <= last && consumed < frames; ++consumed) {
-        d2h[consumed].wait();
-        consume(static_cast<int>(consumed % n));
-      }
-    };
+    // Host write: the sums run in frame order on a thread of their own, each once its D2H is done,
+    // beside the generation of later frames on this one (as hetflow's host tasks do).
+    double consume_seconds = 0;
+    OrderedConsumer consumer(frames, [&](std::size_t k) {
+      d2h[k].wait();
+      const auto t = Clock::now();
+      arena->execute([&] { r.checksum += wl::host_sum(h_out[k % n]->data(), count); });
+      consume_seconds += std::chrono::duration<double>(Clock::now() - t).count();
+    });
     for (std::size_t i = 0; i < frames; ++i) {
       const int slot = static_cast<int>(i % n);
       // Host read: frame i into the pinned buffer that frame i-n's H2D was reading.
@@ -274,11 +275,13 @@ Result sobel_impl(const cl::Device& device, const SobelParams& p, Mode mode) {
       // The magnitude overwrites d_out[slot] once frame i-n's D2H has read it (WAR).
       mag[i] = launch(s, k_mag, global, stencil_local, i >= n ? Events{d2h[i - n]} : Events{});
       s.kernel.flush();  // the H2D and D2H queues wait on these kernels
+      // The D2H overwrites h_out[slot] once the host has summed frame i-n (WAR).
+      if (i >= n) consumer.wait_consumed(i - n);
       d2h[i] = read(s, d_out[slot], h_out[slot]->data(), count, {mag[i]});
-      // Host write: consume frame i-lag while the frames after it run on the device.
-      if (i >= lag) consume_through(i - lag);
+      consumer.ready(i);
     }
-    consume_through(frames - 1);
+    consumer.finish();
+    r.host_seconds += consume_seconds;
   }
   s.stop(r);
   const float* last = h_out[static_cast<std::size_t>(p.frames - 1) % h_out.size()]->data();

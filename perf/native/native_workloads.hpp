@@ -40,9 +40,10 @@ struct Result {
   double seconds = 0;
   // Sums of the per-command device times (CL_PROFILING_COMMAND_END - START) of the timed loop.
   double h2d_seconds = 0, d2h_seconds = 0, kernel_seconds = 0;
-  // Wall time the host thread spent in the workload's host work inside the timed loop (Sobel:
-  // frame generation and result sums; Jacobi: snapshot sums; matpow: norms). In sync mode
-  // seconds ~ host_seconds + device time; in async mode the two overlap.
+  // Wall time the host threads spent in the workload's host work inside the timed loop (Sobel:
+  // frame generation and result sums, added over the two threads under async; Jacobi: snapshot
+  // sums; matpow: norms). In sync mode seconds ~ host_seconds + device time; in async mode the two
+  // overlap.
   double host_seconds = 0;
   std::vector<float> output;  // Sobel: last frame's result; Jacobi: final grid; matpow: final product
   // Sobel: sum over frames of workloads::host_sum(result); Jacobi: sum over snapshots of
@@ -54,9 +55,10 @@ struct Result {
 // straight into the pinned host buffer (the "host read" of 004 Fig. 4); each result comes back to
 // a pinned buffer and the host sums it (the "host write").
 // Under async, frame i uses slot i % slots (pinned host and device buffers of an input and an
-// output frame) and the host consumes frame i - (slots - 1) after enqueueing frame i, so it never
-// waits for a D2H that a later slot could cover. The host work runs in a TBB arena of
-// host_threads, as in the hetflow version (workloads/sobel_sizing.hpp gives both defaults).
+// output frame); the host thread generates and enqueues, and a second one sums each result once
+// its D2H is done (ordered_consumer.hpp), so the two overlap as hetflow's host tasks do. The host
+// work of both runs in one TBB arena of host_threads, as in the hetflow version
+// (workloads/sobel_sizing.hpp gives both defaults).
 struct SobelParams {
   int width = 0, height = 0, frames = 0;
   std::string kernels_dir = "kernels_cl";  // where sobel.cl is, after $HETFLOW_KERNEL_PATH
