@@ -139,8 +139,8 @@ void run(const RunOptions& o) {
   else if (is_sobel)
     std::printf("%d frames from %s", shown_steps, o.input.c_str());
   if (is_sobel)
-    std::printf(", %d slots, host work on %d thread%s\n\n", first.slots, first.host_threads,
-                first.host_threads == 1 ? "" : "s");
+    std::printf(", %d slot%s, host work on %d thread%s\n\n", first.slots, first.slots == 1 ? "" : "s",
+                first.host_threads, first.host_threads == 1 ? "" : "s");
   else
     std::printf("n = %d, %d %s\n\n", width, steps, o.workload == "jacobi" ? "iterations" : "products");
   const char* unit = is_sobel ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";
