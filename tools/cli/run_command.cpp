@@ -99,7 +99,7 @@ void run(const RunOptions& o) {
     policies = {parse_policy(policy)};
 
   const bool is_sobel = o.workload == "sobel";
-  // Sobel's default (1080p x 100) runs ~1.5-3 s per policy on a 2-core CPU device: long enough for
+  // Sobel's default (1080p x 100) runs ~1-2 s per policy on a 2-core CPU device: long enough for
   // the gain to mean something, short enough for the demo to stay well under 20 s there.
   auto [width, height] = parse_size(o.size, is_sobel                 ? std::pair{1920, 1080}
                                             : o.workload == "jacobi" ? std::pair{1024, 1024}
