@@ -2,7 +2,8 @@
 # The whole GPU-host measurement (see perf/RESULTS.md): run on the device machine from the
 # repository root with the bundle made by perf/make-bundle.sh carried along.
 #   bash perf/run-gpu.sh [BUNDLE=bundle] [PART=all]    logs go to $OUT (or /tmp/hetflow-out), a table last
-# PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), or all.
+# PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), sobel
+# (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), or all.
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
 # of `tests` what checks PoCL rather than the engine (the guard's control runs and the plain
 # reproducer) and test_concurrent_launches (~2.5 min there), keeping the 200 banded runs.
@@ -65,6 +66,23 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   unset HETFLOW_DEVICE
 fi
 
+# Sobel at the papers' sizes with the default slots (4) and host threads (all cores), then 16K with
+# other slot and host-thread counts (3 repeats each, so the part fits one 10-minute device call).
+sobel_bench() {
+  run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
+  run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
+  run sobel_16k $B/bin/bench_workloads sobel 16k 100 5
+  for slots in 2 6; do run "sobel_16k_slots$slots" $B/bin/bench_workloads sobel 16k 100 3 --slots $slots; done
+  run sobel_16k_threads8 $B/bin/bench_workloads sobel 16k 100 3 --host-threads 8
+}
+
+if [ "$PART" = sobel ]; then
+  export HETFLOW_DEVICE=nvidia
+  sobel_bench
+  run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
+  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log
+fi
+
 if [ "$PART" = bench ] || [ "$PART" = all ]; then
   export HETFLOW_DEVICE=nvidia
   run enqueue_cost $B/bin/bench_enqueue_cost 40
@@ -83,9 +101,7 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   fi
   HETFLOW_DEVICE=portable run overhead_pocl $B/bin/bench_overhead 20000 7
   HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
-  run sobel_4k $B/bin/bench_workloads sobel 4k 100 5
-  run sobel_8k $B/bin/bench_workloads sobel 8k 100 5
-  run sobel_16k $B/bin/bench_workloads sobel 16k 100 5
+  sobel_bench
   run jacobi $B/bin/bench_workloads jacobi 16384 300 5
   run flow_graph_8k $B/bin/bench_flow_graph 8k 100 5 2,4
   run flow_graph_16k $B/bin/bench_flow_graph 16k 100 5 2,4
@@ -93,7 +109,7 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
   $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
-  echo; echo "===== tables"; grep -h -A2 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
+  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
   grep -h -A2 "median of" "$L"/flow_graph_*.log
   grep -h -A4 "perf/overhead" "$L"/overhead_*.log
   grep -h -A12 "after a warm-up round" "$L"/peers_*.log

@@ -7,6 +7,7 @@
 #include <hetflow/errors.hpp>
 #include <hetflow/opencl.hpp>
 
+#include "copy_probe.hpp"
 #include "native/native_workloads.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
@@ -330,6 +331,32 @@ TEST_CASE("workloads_reference: native workloads reject bad parameters and missi
   CHECK(msg.find("sobel.cl") != std::string::npos);
   CHECK(msg.find("no-such-kernel-dir") != std::string::npos);
   CHECK_THROWS_AS(nat::locate_kernel_file("nothing.cl", missing), hetflow::FileNotFoundError);
+}
+
+TEST_CASE("workloads_reference: bench_workloads' copy bound: never below a direction alone, nor above both in turn") {
+  // The H200 host's pinned rates (perf/RESULTS.md): 100 16K frames each way take at least
+  // 53.1 GB / 50.8 GB/s with both directions at once.
+  const double gb = 1e9, frames = 100 * 15360.0 * 8640 * 4;
+  const bench::CopyRates h200{55.3 * gb, 55.4 * gb, 50.8 * gb};
+  CHECK(bench::copy_seconds_bound(h200, frames, frames) == doctest::Approx(frames / (50.8 * gb)));
+  // Directions run one after the other (both at once no faster than alternating): the sum.
+  const bench::CopyRates serial{20 * gb, 10 * gb, 20 * gb / 3};
+  CHECK(bench::copy_seconds_bound(serial, gb, gb) == doctest::Approx(0.05 + 0.1));
+  // One direction only, or more bytes one way: never less than that direction alone.
+  CHECK(bench::copy_seconds_bound(h200, 0, frames) == doctest::Approx(frames / (55.4 * gb)));
+  CHECK(bench::copy_seconds_bound(h200, frames, 2 * frames) >= 2 * frames / (55.4 * gb));
+  CHECK(bench::copy_seconds_bound(bench::CopyRates{}, gb, gb) == 0);
+
+  // Measured on the device: positive rates, and a bound between the directions' times alone one
+  // after the other and the slower of them.
+  const double bytes = double(std::size_t{4} << 20);
+  const bench::CopyRates r = bench::measure_copy_rates(env().device, std::size_t{4} << 20, 2);
+  CHECK(r.h2d > 0);
+  CHECK(r.d2h > 0);
+  CHECK(r.both > 0);
+  const double bound = bench::copy_seconds_bound(r, bytes, bytes);
+  CHECK(bound >= std::max(bytes / r.h2d, bytes / r.d2h) * 0.9999);
+  CHECK(bound <= (bytes / r.h2d + bytes / r.d2h) * 1.0001);
 }
 
 TEST_CASE("workloads_reference: generate_frame is deterministic, in range and moves") {

@@ -1,10 +1,14 @@
 #include "native/native_workloads.hpp"
 
+#include "native/ordered_consumer.hpp"
+
 #include <hetflow/errors.hpp>
 
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
+#include "workloads/sobel_sizing.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -183,7 +187,8 @@ Result sobel_impl(const cl::Device& device, const SobelParams& p, Mode mode) {
       k_mag(program, "sobel_magnitude");
 
   const std::size_t count = static_cast<std::size_t>(p.width) * static_cast<std::size_t>(p.height);
-  const int slots = s.async() ? 2 : 1;
+  const int slots = !s.async() ? 1 : p.slots > 0 ? p.slots : wl::kDefaultSobelSlots;
+  const auto arena = wl::host_arena(device, p.host_threads);
   std::vector<cl::Buffer> d_in, d_out;
   std::vector<std::unique_ptr<Pinned>> h_in, h_out;
   for (int i = 0; i < slots; ++i) {
@@ -217,19 +222,32 @@ Result sobel_impl(const cl::Device& device, const SobelParams& p, Mode mode) {
   };
   const cl::NDRange global = stencil_global(p.width, p.height);
 
-  // Warm-up (untimed): every kernel once per slot on the zero-filled buffers, a transfer each way.
+  // Warm-up (untimed): each slot's whole frame once (host buffers written, H2D, every kernel, D2H),
+  // so no page of any buffer is first touched inside the timed loop. On a CPU device a first write
+  // there is a page fault whose TLB shoot-down interrupts the kernels on the other cores.
+  s.warm_transfers(d_in[0], h_in[0]->data());
   for (int i = 0; i < slots; ++i) {
+    std::fill_n(h_in[i]->data(), count, 0.0f);
+    std::fill_n(h_out[i]->data(), count, 0.0f);
+    s.h2d.enqueueWriteBuffer(d_in[i], CL_TRUE, 0, count * sizeof(float), h_in[i]->data());
     use_slot(i);
     for (const cl::Kernel* k : {&k_rows, &k_cs, &k_cd, &k_mag})
       s.kernel.enqueueNDRangeKernel(*k, cl::NullRange, global, stencil_local);
+    s.kernel.finish();
+    s.d2h.enqueueReadBuffer(d_out[i], CL_TRUE, 0, count * sizeof(float), h_out[i]->data());
   }
-  s.warm_transfers(d_in[0], h_in[0]->data());
 
   Result r;
   s.start();
+  auto generate = [&](int slot, int frame) {
+    host_work(r, [&] { arena->execute([&] { wl::generate_frame(h_in[slot]->data(), p.width, p.height, frame); }); });
+  };
+  auto consume = [&](int slot) {
+    host_work(r, [&] { arena->execute([&] { r.checksum += wl::host_sum(h_out[slot]->data(), count); }); });
+  };
   if (!s.async()) {
     for (int i = 0; i < p.frames; ++i) {
-      host_work(r, [&] { wl::generate_frame(h_in[0]->data(), p.width, p.height, i); });
+      generate(0, i);
       write(s, d_in[0], h_in[0]->data(), count, {});
       use_slot(0);
       launch(s, k_rows, global, stencil_local, {});
@@ -237,34 +255,41 @@ Result sobel_impl(const cl::Device& device, const SobelParams& p, Mode mode) {
       launch(s, k_cd, global, stencil_local, {});
       launch(s, k_mag, global, stencil_local, {});
       read(s, d_out[0], h_out[0]->data(), count, {});  // blocking: the kernels are done too
-      host_work(r, [&] { r.checksum += wl::host_sum(h_out[0]->data(), count); });
+      consume(0);
     }
   } else {
-    const std::size_t frames = static_cast<std::size_t>(p.frames);
+    const std::size_t frames = static_cast<std::size_t>(p.frames), n = static_cast<std::size_t>(slots);
     Events h2d(frames), rows(frames), mag(frames), d2h(frames);
+    // Host write: the sums run in frame order on a thread of their own, each once its D2H is done,
+    // beside the generation of later frames on this one (as hetflow's host tasks do).
+    double consume_seconds = 0;
+    OrderedConsumer consumer(frames, [&](std::size_t k) {
+      d2h[k].wait();
+      const auto t = Clock::now();
+      arena->execute([&] { r.checksum += wl::host_sum(h_out[k % n]->data(), count); });
+      consume_seconds += std::chrono::duration<double>(Clock::now() - t).count();
+    });
     for (std::size_t i = 0; i < frames; ++i) {
-      const int slot = static_cast<int>(i % 2);
-      // Host read: frame i into the pinned buffer that frame i-2's H2D was reading.
-      if (i >= 2) h2d[i - 2].wait();
-      host_work(r, [&] { wl::generate_frame(h_in[slot]->data(), p.width, p.height, static_cast<int>(i)); });
-      // H2D into d_in[slot] once frame i-2's row pass has read it (WAR).
-      h2d[i] = write(s, d_in[slot], h_in[slot]->data(), count, i >= 2 ? Events{rows[i - 2]} : Events{});
+      const int slot = static_cast<int>(i % n);
+      // Host read: frame i into the pinned buffer that frame i-n's H2D was reading.
+      if (i >= n) h2d[i - n].wait();
+      generate(slot, static_cast<int>(i));
+      // H2D into d_in[slot] once frame i-n's row pass has read it (WAR).
+      h2d[i] = write(s, d_in[slot], h_in[slot]->data(), count, i >= n ? Events{rows[i - n]} : Events{});
       use_slot(slot);
       rows[i] = launch(s, k_rows, global, stencil_local, {h2d[i]});
       launch(s, k_cs, global, stencil_local, {});
       launch(s, k_cd, global, stencil_local, {});
-      // The magnitude overwrites d_out[slot] once frame i-2's D2H has read it (WAR).
-      mag[i] = launch(s, k_mag, global, stencil_local, i >= 2 ? Events{d2h[i - 2]} : Events{});
+      // The magnitude overwrites d_out[slot] once frame i-n's D2H has read it (WAR).
+      mag[i] = launch(s, k_mag, global, stencil_local, i >= n ? Events{d2h[i - n]} : Events{});
       s.kernel.flush();  // the H2D and D2H queues wait on these kernels
+      // The D2H overwrites h_out[slot] once the host has summed frame i-n (WAR).
+      if (i >= n) consumer.wait_consumed(i - n);
       d2h[i] = read(s, d_out[slot], h_out[slot]->data(), count, {mag[i]});
-      // Host write: consume frame i-1 while frame i runs on the device.
-      if (i >= 1) {
-        d2h[i - 1].wait();
-        host_work(r, [&] { r.checksum += wl::host_sum(h_out[(i - 1) % 2]->data(), count); });
-      }
+      consumer.ready(i);
     }
-    d2h[frames - 1].wait();
-    host_work(r, [&] { r.checksum += wl::host_sum(h_out[(frames - 1) % 2]->data(), count); });
+    consumer.finish();
+    r.host_seconds += consume_seconds;
   }
   s.stop(r);
   const float* last = h_out[static_cast<std::size_t>(p.frames - 1) % h_out.size()]->data();
@@ -490,6 +515,9 @@ Result run_sobel(const cl::Device& device, const SobelParams& p, Mode mode) {
   require(p.width > 0 && p.height > 0 && p.frames > 0, "run_sobel: width, height and frames must be positive (got " +
                                                            std::to_string(p.width) + "x" + std::to_string(p.height) +
                                                            ", " + std::to_string(p.frames) + " frames)");
+  require(p.slots >= 0 && p.host_threads >= 0, "run_sobel: slots and host_threads must be positive or 0 (got " +
+                                                   std::to_string(p.slots) + ", " + std::to_string(p.host_threads) +
+                                                   ")");
   return checked([&] { return sobel_impl(device, p, mode); });
 }
 

@@ -6,9 +6,9 @@
 //               after the transfer it needs has completed. Nothing overlaps.
 //  Mode::async  three in-order profiling queues (H2D, kernels, D2H) ordered by cl_event wait lists,
 //               clFlush after every enqueue another queue waits on, pinned host memory, and two
-//               device/host images of whatever streams, so that (Sobel) frame i+1's H2D overlaps
-//               frame i's kernels and frame i-1's D2H, and the host work (frame generation, sums,
-//               norms) overlaps the device.
+//               (Sobel: SobelParams::slots) device/host images of whatever streams, so that (Sobel)
+//               frame i+1's H2D overlaps frame i's kernels and frame i-1's D2H, and the host work
+//               (frame generation, sums, norms) overlaps the device.
 //
 // Both modes use the same pinned host buffers (CL_MEM_ALLOC_HOST_PTR buffers mapped once), the same
 // kernels (kernels_cl/, built with exactly kBuildOptions) and the same launch geometry as the
@@ -40,9 +40,10 @@ struct Result {
   double seconds = 0;
   // Sums of the per-command device times (CL_PROFILING_COMMAND_END - START) of the timed loop.
   double h2d_seconds = 0, d2h_seconds = 0, kernel_seconds = 0;
-  // Wall time the host thread spent in the workload's host work inside the timed loop (Sobel:
-  // frame generation and result sums; Jacobi: snapshot sums; matpow: norms). In sync mode
-  // seconds ~ host_seconds + device time; in async mode the two overlap.
+  // Wall time the host threads spent in the workload's host work inside the timed loop (Sobel:
+  // frame generation and result sums, added over the two threads under async; Jacobi: snapshot
+  // sums; matpow: norms). In sync mode seconds ~ host_seconds + device time; in async mode the two
+  // overlap.
   double host_seconds = 0;
   std::vector<float> output;  // Sobel: last frame's result; Jacobi: final grid; matpow: final product
   // Sobel: sum over frames of workloads::host_sum(result); Jacobi: sum over snapshots of
@@ -53,9 +54,16 @@ struct Result {
 // Frames are workloads::generate_frame(dst, width, height, i), i = 0..frames-1, written by the host
 // straight into the pinned host buffer (the "host read" of 004 Fig. 4); each result comes back to
 // a pinned buffer and the host sums it (the "host write").
+// Under async, frame i uses slot i % slots (pinned host and device buffers of an input and an
+// output frame); the host thread generates and enqueues, and a second one sums each result once
+// its D2H is done (ordered_consumer.hpp), so the two overlap as hetflow's host tasks do. The host
+// work of both runs in one TBB arena of host_threads, as in the hetflow version
+// (workloads/sobel_sizing.hpp gives both defaults).
 struct SobelParams {
   int width = 0, height = 0, frames = 0;
   std::string kernels_dir = "kernels_cl";  // where sobel.cl is, after $HETFLOW_KERNEL_PATH
+  int slots = 0;                           // async; 0: workloads::kDefaultSobelSlots
+  int host_threads = 0;                    // 0: workloads::default_host_threads(device)
 };
 
 // Grid: workloads::jacobi_initial_grid(n). Every copy_every iterations the current grid goes to

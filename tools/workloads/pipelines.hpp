@@ -14,17 +14,21 @@ struct RunResult {
   std::vector<float> output;  // Sobel: last frame's result; Jacobi: final grid; matpow: final product
   double checksum = 0;        // as native::Result::checksum
   int frames = 0;             // Sobel: frames processed
+  int slots = 0;              // Sobel: frame slots used
+  int host_threads = 0;       // Sobel: threads the host work ran on
 };
 
 struct SobelRun {
   int width = 0, height = 0, frames = 0;
-  std::string input;   // a .y4m file (its luma plane) instead of generated frames; its size wins
-  std::string output;  // write each result as a .y4m frame
+  std::string input;     // a .y4m file (its luma plane) instead of generated frames; its size wins
+  std::string output;    // write each result as a .y4m frame
+  int slots = 0;         // frame slots; 0: kDefaultSobelSlots (workloads/sobel_sizing.hpp)
+  int host_threads = 0;  // threads of the host work; 0: default_host_threads (the cores the device leaves)
 };
 
-// Per frame i (two slots, so frame i+1's host read and H2D overlap frame i's kernels, 004 Fig. 4):
-// host task "read" → move_to → rows → col_smooth, col_diff → magnitude → move_from → host task
-// "write". Every edge is inferred from the declared accesses.
+// Per frame i, in slot i % slots (so frames i+1.. have their host read and H2D while frame i's
+// kernels run, 004 Fig. 4): host task "read" → move_to → rows → col_smooth, col_diff → magnitude
+// → move_from → host task "write". Every edge is inferred from the declared accesses.
 RunResult sobel(Controller& c, const SobelRun& run);
 // 4-point Jacobi on an n×n grid; every `copy_every` iterations the grid goes to the host and a host
 // task sums it.
