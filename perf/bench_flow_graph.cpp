@@ -2,17 +2,17 @@
 // against the same pipeline written as Controller calls (tools/workloads/pipelines.cpp) and the
 // hand-written native async OpenCL (perf/native), in one process, interleaved, async policy.
 //   bench_flow_graph SIZE FRAMES [REPEATS=5] [SLOTS=2,4]
-//     SIZE = 4k | 8k | 16k | WxH.  The imperative versions have 2 frame slots; the flow graph runs
-//     with each SLOTS count. Prints medians and the flow graph's time over the imperative one's.
+//     SIZE = 720p | 1080p | 4k | 8k | 16k | WxH. For each SLOTS count, all three versions with that
+//     many frame slots. Prints medians and the flow graph's time over the other two's.
 #include <hetflow/hetflow.hpp>
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_sizes.hpp"
 #include "bench_timing.hpp"
 #include "native/native_workloads.hpp"
 #include "workloads/cpu_reference.hpp"
@@ -21,25 +21,12 @@
 
 using namespace hetflow;
 
-namespace {
-
-std::pair<int, int> parse_size(const std::string& s) {
-  static const std::map<std::string, std::pair<int, int>> named = {
-      {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
-  if (auto it = named.find(s); it != named.end()) return it->second;
-  const auto x = s.find('x');
-  if (x == std::string::npos) return {std::stoi(s), std::stoi(s)};
-  return {std::stoi(s.substr(0, x)), std::stoi(s.substr(x + 1))};
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s SIZE FRAMES [REPEATS=5] [SLOTS=2,4]\n", argv[0]);
     return 2;
   }
-  const auto [w, h] = parse_size(argv[1]);
+  const auto [w, h] = bench::parse_size(argv[1]);
   const int frames = std::atoi(argv[2]);
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   std::vector<int> slot_counts;
@@ -53,39 +40,46 @@ int main(int argc, char** argv) {
     ControllerOptions o;
     o.policy = Policy::async;
     o.record = false;
-    const workloads::SobelRun run{w, h, frames, {}, {}};
-    std::vector<double> native_s, imperative_s;
-    std::vector<std::vector<double>> flow_s(slot_counts.size());
+    // One row per slot count: the three versions with the same frame slots, interleaved.
+    std::vector<std::vector<double>> native_s(slot_counts.size()), imperative_s(slot_counts.size()),
+        flow_s(slot_counts.size());
     bool same = true;
     for (int r = 0; r < repeats; ++r) {
-      const auto n = native::run_sobel(device.device.device, {w, h, frames, kernels}, native::Mode::async);
-      native_s.push_back(n.seconds);
-      workloads::RunResult imp;
-      {
-        Controller c(o);
-        imp = workloads::sobel(c, run);
-      }
-      imperative_s.push_back(imp.seconds);
-      same = same && imp.checksum == n.checksum;
       for (std::size_t i = 0; i < slot_counts.size(); ++i) {
-        Controller c(o);
-        const auto f = workloads::sobel_flow_graph(c, run, slot_counts[i]);
-        flow_s[i].push_back(f.seconds);
-        same = same && f.checksum == imp.checksum &&
-               workloads::count_bit_differences(f.output.data(), imp.output.data(), imp.output.size()) == 0;
+        const int slots = slot_counts[i];
+        native::SobelParams np{w, h, frames, kernels};
+        np.slots = slots;
+        const auto n = native::run_sobel(device.device.device, np, native::Mode::async);
+        workloads::SobelRun run{w, h, frames, {}, {}};
+        run.slots = slots;
+        workloads::RunResult imp, flow;
+        {
+          Controller c(o);
+          imp = workloads::sobel(c, run);
+        }
+        {
+          Controller c(o);
+          flow = workloads::sobel_flow_graph(c, run, slots);
+        }
+        native_s[i].push_back(n.seconds);
+        imperative_s[i].push_back(imp.seconds);
+        flow_s[i].push_back(flow.seconds);
+        same = same && imp.checksum == n.checksum && flow.checksum == imp.checksum &&
+               workloads::count_bit_differences(flow.output.data(), imp.output.data(), imp.output.size()) == 0;
+        std::fprintf(stderr, "  repeat %d, %d slots: native %.4f imperative %.4f flow %.4f\n", r, slots, n.seconds,
+                     imp.seconds, flow.seconds);
       }
-      std::fprintf(stderr, "  repeat %d: native %.4f imperative %.4f flow %.4f\n", r, n.seconds, imp.seconds,
-                   flow_s[0].back());
     }
     std::printf("sobel %s x %d on %s (%s), async, median of %d\n", argv[1], frames, device.device.name.c_str(),
                 device.device.platform_name.c_str(), repeats);
-    std::printf("%-12s %-12s", "native(2)", "imperative(2)");
-    for (int s : slot_counts) std::printf(" flow(%d)%-5s flow/imp", s, "");
-    std::printf("  ident\n%-12.4f %-13.4f", bench::median(native_s), bench::median(imperative_s));
-    for (auto& v : flow_s)
-      std::printf(" %-11.4f %+6.2f%%", bench::median(v),
-                  100.0 * (bench::median(v) - bench::median(imperative_s)) / bench::median(imperative_s));
-    std::printf("  %s\n", same ? "yes" : "NO");
+    std::printf("%-6s %-10s %-11s %-10s %-9s %-9s %s\n", "slots", "native", "imperative", "flow", "flow/imp",
+                "flow/nat", "ident");
+    for (std::size_t i = 0; i < slot_counts.size(); ++i) {
+      const double nat = bench::median(native_s[i]), imp = bench::median(imperative_s[i]),
+                   flow = bench::median(flow_s[i]);
+      std::printf("%-6d %-10.4f %-11.4f %-10.4f %+7.2f%%  %+7.2f%%  %s\n", slot_counts[i], nat, imp, flow,
+                  100.0 * (flow - imp) / imp, 100.0 * (flow - nat) / nat, same ? "yes" : "NO");
+    }
     return same ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_flow_graph: %s\n", e.what());

@@ -28,11 +28,11 @@ struct Item : hf::Message {
 // A pipeline of `n` messages over `k` slots: a host node writes seq into the slot's tile, a kernel node
 // computes x*2+1, a host node checks the result; `middle` may be put between the kernel and the check.
 struct Pipeline {
-  Pipeline(Controller& c, int k, std::size_t len = 1024)
-      : c(c), kernel(c.kernel("hetflow_test.cl", "scale_in_place")), len(len) {
+  Pipeline(Controller& ctl, int k, std::size_t length = 1024)
+      : c(ctl), kernel(ctl.kernel("hetflow_test.cl", "scale_in_place")), len(length) {
     for (int s = 0; s < k; ++s) {
       Item it;
-      it.x = c.tile<float>(len, "slot" + std::to_string(s));
+      it.x = ctl.tile<float>(length, "slot" + std::to_string(s));
       slots.push_back(it);
     }
   }

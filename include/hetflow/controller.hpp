@@ -46,6 +46,9 @@ class Engine;
 namespace flow::detail {
 class NodeCore;
 }
+namespace detail {
+class LoopState;
+}
 struct RequestRecord;
 
 // One per device. Owns the OpenCL context and queues, the tiles' images, the program cache and the
@@ -189,6 +192,7 @@ class Controller {
   void submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses);
   void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
+  friend class detail::LoopState;
   void wait_tile(const std::shared_ptr<detail::TileState>& tile);
   void free_tile(const std::shared_ptr<detail::TileState>& tile);
 

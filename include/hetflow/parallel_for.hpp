@@ -1,0 +1,107 @@
+#pragma once
+// A loop over [0, n) whose iterations run partly on the CPU cores and partly on the device, in
+// chunks a scheduler sizes as it learns each side's speed (docs/parallel-for.md): LogFit (seed 002),
+// static, dynamic, HGuided or the oracle. CPU chunks run the loop's C++ body on TBB workers; device
+// chunks submit its kernel over the chunk's sub-range (Range(...).offset(begin)), and the regions a
+// chunk writes come back to the host image while the next chunk runs. Every chunk is a request of the
+// controller, so hazards, dumps and traces see them like any other. No thread blocks or spins while
+// the device works (the chunks go on from completion hooks, Controller::on_ready); only the thread
+// that called the loop waits for its end.
+//
+//   hetflow::LoopBody body;
+//   body.cpu = [&](hetflow::Chunk c) { for (auto i = c.begin; i < c.end; ++i) y[i] = f(x[i]); };
+//   body.device = [&](hetflow::Controller& ctl, hetflow::Chunk c) {
+//     ctl.launch(k, hetflow::Range(c.size()).offset(c.begin), in(x), out(y.region(hetflow::span(c))), int(c.end)); };
+//   body.reads = {in(x)};
+//   body.writes = [&](hetflow::Chunk c) { return std::vector{out(y.region(hetflow::span(c)))}; };
+//   hetflow::HeteroLoop loop(ctl, body, {.scheduler = "logfit"});
+//   for (int step = 0; step < steps; ++step) loop(n);   // LogFit's model carries over the steps
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <hetflow/controller.hpp>
+
+namespace hetflow {
+
+// Iterations [begin, end) of a loop.
+struct Chunk {
+  std::size_t begin = 0, end = 0;
+  std::size_t size() const { return end - begin; }
+};
+
+// The box of elements [c.begin, c.end) of a 1-D tile, and of rows [c.begin, c.end) of a 2-D one.
+inline Box span(Chunk c) { return Box{{c.begin, 0, 0}, {c.size(), 1, 1}}; }
+template <class T>
+Box rows_of(const Tile<T>& t, Chunk c) {
+  return Box{{0, c.begin, 0}, {t.extent().x, c.size(), 1}};
+}
+
+// What one loop does, and to which tiles.
+struct LoopBody {
+  // Iterations [c.begin, c.end) on the host images, on a TBB worker; chunks run at once on
+  // disjoint ranges. Unset: the CPU takes no chunk.
+  std::function<void(Chunk)> cpu;
+  // Submits the device's work for [c.begin, c.end) on the controller: launches (with
+  // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only.
+  std::function<void(Controller&, Chunk)> device;
+  // What every chunk reads: moved to the device once per call, before its first chunk.
+  std::vector<Access> reads;
+  // What a chunk writes (out()/io() of tiles or regions): a CPU chunk's roles, and what comes
+  // back from the device after a device chunk. Chunks' regions must not overlap, or the
+  // chunks wait for each other.
+  std::function<std::vector<Access>(Chunk)> writes;
+};
+
+struct LoopOptions {
+  // "logfit", "static:S" (S of each call to the device, 0..1), "dynamic:C" (chunks of C
+  // iterations), "hguided", "oracle" (tries static shares, one per call, keeps the best).
+  std::string scheduler = "logfit";
+  unsigned cpu_workers = 0;  // CPU chunks at once; 0 = one per core left after one for the device
+};
+
+// What one call did.
+struct LoopReport {
+  struct Side {
+    std::string name;  // "cpu", or the device's name
+    std::size_t iterations = 0, chunks = 0;
+    double busy_seconds = 0;  // summed chunk times (CPU: over its workers)
+  };
+  std::vector<Side> sides;
+  double seconds = 0;     // the call, end to end
+  std::string scheduler;  // its name and what it decided, for logs
+};
+
+namespace detail {
+class LoopState;
+}
+
+// One loop, kept across calls so its scheduler's measurements persist (time steps).
+class HeteroLoop {
+ public:
+  // Throws UsageError for an unknown scheduler, or a body with neither side.
+  HeteroLoop(Controller& device, LoopBody body, LoopOptions options = {});
+  ~HeteroLoop();
+  HeteroLoop(const HeteroLoop&) = delete;
+  HeteroLoop& operator=(const HeteroLoop&) = delete;
+
+  // Runs iterations [0, n) once each and returns when all have run and their writes are in the
+  // host images. A chunk that failed (its body threw, its launch was refused, or it was cancelled)
+  // stops the hand-out; the call then throws RequestFailed naming it (side and range), after every
+  // chunk already started has ended. Not from inside a host task or hook of the same controller.
+  LoopReport operator()(std::size_t n);
+
+ private:
+  std::unique_ptr<detail::LoopState> state_;
+};
+
+// One call of a loop; the scheduler's state is dropped on return.
+inline LoopReport parallel_for(Controller& device, std::size_t n, LoopBody body, LoopOptions options = {}) {
+  HeteroLoop loop(device, std::move(body), std::move(options));
+  return loop(n);
+}
+
+}  // namespace hetflow

@@ -1,0 +1,173 @@
+// The heterogeneous loop (include/hetflow/parallel_for.hpp, docs/parallel-for.md) on the real engine
+// and the default device: every iteration exactly once on exactly one side, for every scheduler and
+// awkward sizes; results equal to the CPU reference; failures reported, nothing hangs.
+#include <hetflow/parallel_for.hpp>
+
+#include <atomic>
+#include <memory>
+
+#include "support.hpp"
+#include "workloads/mandelbrot_loop.hpp"
+
+using namespace hetflow;
+
+namespace {
+
+// Counts each iteration on the side that ran it: the CPU in `cpu_hits`, the device in the tile
+// `device_hits` (which starts at 0 and comes back per device chunk).
+struct CountingLoop {
+  CountingLoop(Controller& ctl, std::size_t n)
+      : c(ctl),
+        size(n ? n : 1),
+        device_hits(ctl.tile<int>(size, "device_hits")),
+        cpu_hits(std::make_unique<std::atomic<int>[]>(size)),
+        mark(ctl.kernel_from_source(
+            "kernel void mark(global int* hits, ulong end) { size_t i = get_global_id(0); if (i < end) hits[i] += 1; }",
+            "mark")) {
+    test::fill(device_hits, 0);
+  }
+  LoopBody body() {
+    LoopBody b;
+    b.cpu = [this](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) cpu_hits[i].fetch_add(1);
+    };
+    b.device = [this](Controller& ctl, Chunk ch) {
+      ctl.launch(mark, Range(ch.size()).offset(ch.begin), io(device_hits.region(span(ch))), cl_ulong(ch.end));
+    };
+    b.reads = {in(device_hits)};
+    b.writes = [this](Chunk ch) { return std::vector<Access>{io(device_hits.region(span(ch)))}; };
+    return b;
+  }
+  // Every iteration of [0, n) once, on one side.
+  bool each_once(std::size_t n, std::size_t& on_cpu, std::size_t& on_device) const {
+    on_cpu = on_device = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int cpu = cpu_hits[i].load(), dev = device_hits[i];
+      if (cpu + dev != 1) return false;
+      on_cpu += std::size_t(cpu);
+      on_device += std::size_t(dev);
+    }
+    return true;
+  }
+  Controller& c;
+  std::size_t size;
+  Tile<int> device_hits;
+  std::unique_ptr<std::atomic<int>[]> cpu_hits;
+  Kernel mark;
+};
+
+}  // namespace
+
+TEST_CASE("every iteration runs exactly once, on one side, for every scheduler and awkward sizes") {
+  Controller c(test::options(Policy::async));
+  for (const char* scheduler : {"logfit", "static:0.5", "static:0", "static:1", "dynamic:100", "hguided", "oracle"})
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65),
+                          std::size_t(1000), std::size_t(100003)})
+      for (unsigned workers : {1u, 3u}) {
+        CAPTURE(scheduler);
+        CAPTURE(n);
+        CAPTURE(workers);
+        CountingLoop loop(c, n);
+        const auto report = parallel_for(c, n, loop.body(), {.scheduler = scheduler, .cpu_workers = workers});
+        std::size_t on_cpu = 0, on_device = 0;
+        CHECK(loop.each_once(n, on_cpu, on_device));
+        CHECK(report.sides.size() == 2);
+        CHECK(report.sides[0].iterations == on_cpu);
+        CHECK(report.sides[1].iterations == on_device);
+        CHECK(on_cpu + on_device == n);
+      }
+}
+
+TEST_CASE("a loop kept across calls: each call covers its range, on the CPU only, the device only, or both") {
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    for (int sides = 0; sides < 3; ++sides) {
+      CAPTURE(sides);
+      CountingLoop counting(c, 50000);
+      LoopBody body = counting.body();
+      if (sides == 1) body.device = nullptr;
+      if (sides == 2) body.cpu = nullptr;
+      HeteroLoop loop(c, body, {.scheduler = "logfit", .cpu_workers = 2});
+      for (int step = 0; step < 3; ++step) {
+        for (std::size_t i = 0; i < counting.size; ++i) counting.cpu_hits[i] = 0;
+        test::fill(counting.device_hits, 0);
+        const auto report = loop(50000);
+        std::size_t on_cpu = 0, on_device = 0;
+        CHECK(counting.each_once(50000, on_cpu, on_device));
+        if (sides == 1) CHECK(on_device == 0);
+        if (sides == 2) CHECK(on_cpu == 0);
+        CHECK(report.seconds > 0);
+        CHECK(report.scheduler.find("logfit") != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("Mandelbrot rows balanced across the CPU and the device equal the reference") {
+  Controller c(test::options(Policy::async, 2));
+  workloads::MandelbrotLoop m(c, {.width = 256, .height = 200, .max_iter = 256});
+  LoopBody body;
+  body.cpu = [&](Chunk ch) { m.cpu(ch.begin, ch.end); };
+  body.device = [&](Controller& ctl, Chunk ch) { m.device(ctl, ch.begin, ch.end); };
+  body.reads = m.reads();
+  body.writes = [&](Chunk ch) { return m.writes(ch.begin, ch.end); };
+  for (const char* scheduler : {"logfit", "hguided", "dynamic:7"}) {
+    CAPTURE(scheduler);
+    m.clear_output();
+    parallel_for(c, m.size(), body, {.scheduler = scheduler, .cpu_workers = 2});
+    const auto check = m.check(m.reference());
+    CHECK_MESSAGE(check.ok(), check.str());
+    CHECK(check.differing == 0);
+  }
+}
+
+TEST_CASE("a chunk that fails stops the loop and is named; nothing hangs and the loop runs again") {
+  Controller c(test::options(Policy::async));
+  CountingLoop counting(c, 20000);
+  LoopBody body = counting.body();
+  std::atomic<bool> fail{true};
+  auto cpu = body.cpu;
+  body.cpu = [&, cpu](Chunk ch) {
+    if (fail.load() && ch.begin > 0) throw std::runtime_error("bad iteration");
+    cpu(ch);
+  };
+  HeteroLoop loop(c, body, {.scheduler = "dynamic:1000", .cpu_workers = 2});
+  try {
+    loop(20000);
+    FAIL("no failure reported");
+  } catch (const RequestFailed& e) {
+    CHECK(std::string(e.what()).find("cpu chunk [") != std::string::npos);
+    CHECK(std::string(e.what()).find("bad iteration") != std::string::npos);
+  }
+  fail = false;
+  for (std::size_t i = 0; i < counting.size; ++i) counting.cpu_hits[i] = 0;
+  test::fill(counting.device_hits, 0);
+  loop(20000);
+  std::size_t on_cpu = 0, on_device = 0;
+  CHECK(counting.each_once(20000, on_cpu, on_device));
+}
+
+TEST_CASE("misuse is refused with what is wrong") {
+  Controller c(test::options(Policy::async));
+  CountingLoop counting(c, 100);
+  CHECK_THROWS_WITH_AS(HeteroLoop(c, counting.body(), {.scheduler = "fastest"}), doctest::Contains("unknown scheduler"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(HeteroLoop(c, counting.body(), {.scheduler = "static:1.5"}), doctest::Contains("0 to 1"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(HeteroLoop(c, counting.body(), {.scheduler = "dynamic:0"}), doctest::Contains("positive"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(HeteroLoop(c, counting.body(), {.scheduler = "logfit:3"}), doctest::Contains("no parameter"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(HeteroLoop(c, LoopBody{}, {}), doctest::Contains("neither"), UsageError);
+  std::atomic<bool> refused{false};
+  c.host_task("inside", [&] {
+    try {
+      parallel_for(c, 100, counting.body());
+    } catch (const UsageError&) {
+      refused = true;
+    }
+  });
+  c.wait_all();
+  CHECK(refused.load());
+}
