@@ -258,7 +258,14 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
   streaming_.try_put(r);
 }
 
+namespace {
+thread_local std::vector<RequestPtr>* launch_collector = nullptr;
+}
+
+void Engine::collect_launches(std::vector<RequestPtr>* into) { launch_collector = into; }
+
 void Engine::submit(RequestPtr r) {
+  if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
   if (r->kind != Kind::wait) throw_if_lost();
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).

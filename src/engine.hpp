@@ -49,6 +49,9 @@ class Engine {
                                        bool device_only);
   // Submitting side (any user thread). Blocks only where the policy says so.
   void submit(RequestPtr r);
+  // While set on a thread, the kernel launches it submits are also appended here: how a loop learns
+  // which commands a device chunk's body launched, to time them by profiling (src/hetero_loop.cpp).
+  static void collect_launches(std::vector<RequestPtr>* into);
   void wait_tile(const std::shared_ptr<TileState>& tile);
   void wait_all();
   std::vector<RequestRecord> records() const;

@@ -23,6 +23,30 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 std::string range_text(Chunk c) { return "[" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")"; }
+// The launches a device chunk's body submits, collected on this thread while it runs.
+class LaunchesOf {
+ public:
+  explicit LaunchesOf(std::vector<RequestPtr>& into) { Engine::collect_launches(&into); }
+  ~LaunchesOf() { Engine::collect_launches(nullptr); }
+  LaunchesOf(const LaunchesOf&) = delete;
+  LaunchesOf& operator=(const LaunchesOf&) = delete;
+};
+
+// A device chunk's time: from its kernels' profiling counters (first start to last end) where the
+// queues profile, since completion notices can come a millisecond late (NVIDIA's callbacks, the
+// poller's interval) and would swamp small chunks; else the host time from submission to the notice.
+double device_seconds(const Engine& engine, const std::vector<RequestPtr>& kernels, double host_seconds) {
+  std::int64_t first = -1, last = -1;
+  for (const auto& k : kernels) {
+    std::int64_t start = 0, end = 0;
+    cl_event ev = k->event.load();
+    if (!ev || !engine.device_times(ev, start, end)) return host_seconds;
+    first = first < 0 ? start : std::min(first, start);
+    last = std::max(last, end);
+  }
+  return kernels.empty() || last <= first ? host_seconds : double(last - first) * 1e-9;
+}
+
 unsigned default_cpu_workers() {
   const int cores = tbb::info::default_concurrency();
   return unsigned(cores > 1 ? cores - 1 : 1);  // one core is left to feed the device
@@ -37,7 +61,8 @@ class LoopState {
         options_(std::move(options)),
         cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
         scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_)) {
-    if (!body_.cpu && !body_.device) throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
+    if (!body_.cpu && !body_.device)
+      throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
     if (!body_.writes) throw UsageError("parallel_for: the loop body must say what a chunk writes (LoopBody::writes)");
   }
 
@@ -50,7 +75,7 @@ class LoopState {
   bool take(bool cpu, Chunk& chunk);
   void chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure);
   void note_tiles(const std::vector<Access>& accesses);  // under m_
-  void device_chunk_synchronously(Chunk chunk);           // sync policy: from the calling thread
+  void device_chunk_synchronously(Chunk chunk);          // sync policy: from the calling thread
 
   Controller& c_;
   LoopBody body_;
@@ -73,7 +98,8 @@ class LoopState {
 bool LoopState::take(bool cpu, Chunk& chunk) {
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
-  if (!stopping_ && remaining > 0) size = cpu ? scheduler_->cpu_chunk(remaining) : scheduler_->device_chunk(0, remaining);
+  if (!stopping_ && remaining > 0)
+    size = cpu ? scheduler_->cpu_chunk(remaining) : scheduler_->device_chunk(0, remaining);
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
@@ -172,8 +198,12 @@ void LoopState::next_device() {
     note_tiles(writes);
   }
   const auto t0 = std::chrono::steady_clock::now();
+  auto kernels = std::make_shared<std::vector<RequestPtr>>();
   try {
-    body_.device(c_, chunk);
+    {
+      LaunchesOf collecting(*kernels);
+      body_.device(c_, chunk);
+    }
     std::vector<Access> back;
     for (const auto& w : writes) {
       if (w.tile->device_only) {  // no host image: the hook waits for the device image
@@ -185,10 +215,10 @@ void LoopState::next_device() {
     }
     c_.submit_hook(
         "device chunk " + range_text(chunk),
-        [this, chunk, t0](const Outcome& o) {
-          // Host time from submission to the hook: the device's share of a chunk as the loop sees it,
-          // launch, kernel and transfer back included.
-          chunk_ended(false, chunk, seconds_since(t0), o.ok() ? std::string() : o.error);
+        [this, chunk, t0, kernels](const Outcome& o) {
+          const double seconds = device_seconds(*c_.engine_, *kernels, seconds_since(t0));
+          kernels->clear();  // their events and arguments go now, not with the hook
+          chunk_ended(false, chunk, seconds, o.ok() ? std::string() : o.error);
           next_device();
         },
         std::move(back));
@@ -203,14 +233,18 @@ void LoopState::next_device() {
 void LoopState::device_chunk_synchronously(Chunk chunk) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string failure;
+  std::vector<RequestPtr> kernels;
   try {
-    body_.device(c_, chunk);
+    {
+      LaunchesOf collecting(kernels);
+      body_.device(c_, chunk);
+    }
     for (const auto& w : body_.writes(chunk))
       if (!w.tile->device_only) c_.submit_transfer(false, Access{w.tile, w.box, Role::in});  // blocks (sync)
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  chunk_ended(false, chunk, seconds_since(t0), failure);
+  chunk_ended(false, chunk, device_seconds(*c_.engine_, kernels, seconds_since(t0)), failure);
 }
 
 LoopReport LoopState::run(std::size_t n) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "run_loop.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
 #include "workloads/pipelines.hpp"
@@ -27,7 +28,35 @@ struct RunOptions {
   int host_threads = 0;        // sobel: 0 = the cores the device leaves free
   std::string dump, trace, input, output;
   bool verify = false;
+  std::string scheduler = "logfit";  // the loop workloads
+  unsigned cpu_workers = 0;
+  bool fast_math = false;
 };
+
+bool is_loop(const std::string& workload) {
+  return workload == "mandelbrot" || workload == "nbody" || workload == "spmv" || workload == "barneshut";
+}
+
+void run_loop_workload(const RunOptions& o) {
+  LoopRunOptions l;
+  l.workload = o.workload;
+  l.device = o.device;
+  l.scheduler = o.scheduler;
+  l.cpu_workers = o.cpu_workers;
+  l.fast_math = o.fast_math;
+  l.verify = o.verify;
+  l.dump = o.dump;
+  l.trace = o.trace;
+  if (o.frames > 0) l.calls = o.frames;
+  if (!o.size.empty()) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(o.size.c_str(), &end, 10);
+    if (*end != '\0' || n == 0)
+      throw UsageError("--size '" + o.size + "': " + o.workload + " takes one positive number");
+    l.size = std::size_t(n);
+  }
+  run_loop(l);
+}
 
 // "4k" / "8k" / "16k" (the papers' frames), "WxH", or one number N (N×N).
 std::pair<int, int> parse_size(const std::string& text, std::pair<int, int> fallback) {
@@ -90,6 +119,7 @@ void verify(const RunOptions& o, int width, int height, int steps, const workloa
 }
 
 void run(const RunOptions& o) {
+  if (is_loop(o.workload)) return run_loop_workload(o);
   std::vector<Policy> policies;
   std::string policy = o.policy;
   if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
@@ -181,14 +211,24 @@ void run(const RunOptions& o) {
 
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run a workload of the papers (sobel, jacobi, matpow) under sync and async");
-  cmd->add_option("workload", o->workload, "sobel | jacobi | matpow")
-      ->check(CLI::IsMember({"sobel", "jacobi", "matpow"}))
+  auto* cmd = app.add_subcommand("run",
+                                 "Run a workload of the papers (sobel, jacobi, matpow) under sync and async, or a loop "
+                                 "balanced between the CPU and the device (mandelbrot, nbody, spmv, barneshut)");
+  cmd->add_option("workload", o->workload, "sobel | jacobi | matpow | mandelbrot | nbody | spmv | barneshut")
+      ->check(CLI::IsMember({"sobel", "jacobi", "matpow", "mandelbrot", "nbody", "spmv", "barneshut"}))
       ->capture_default_str();
+  cmd->add_option("--scheduler", o->scheduler,
+                  "loops: logfit | static:S (device share 0..1) | dynamic:C (chunk) | hguided | oracle (default "
+                  "logfit)");
+  cmd->add_option("--cpu-workers", o->cpu_workers, "loops: CPU chunks at once (default: cores - 1)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
   cmd->add_option("--size", o->size,
-                  "sobel: 720p|1080p|4k|8k|16k|WxH (default 1080p); jacobi, matpow: N (default 1024, 256)");
-  cmd->add_option("--frames,--iters,--products", o->frames,
-                  "frames (sobel, default 100), iterations (jacobi, 100), products (matpow, 10)")
+                  "sobel: 720p|1080p|4k|8k|16k|WxH (default 1080p); jacobi, matpow: N (default 1024, 256); "
+                  "mandelbrot: image side (1024); nbody, barneshut: bodies (16384, 100000); spmv: R-MAT scale (16)");
+  cmd->add_option("--frames,--iters,--products,--calls", o->frames,
+                  "frames (sobel, default 100), iterations (jacobi, 100), products (matpow, 10), calls of a loop "
+                  "(5)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--policy", o->policy, "sync | async | both (default: HETFLOW_POLICY, else both)")
       ->check(CLI::IsMember({"sync", "async", "both"}));

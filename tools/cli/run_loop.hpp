@@ -1,0 +1,20 @@
+// `hetflow run mandelbrot|nbody|spmv|barneshut`: a loop balanced between the CPU and the device by a
+// scheduler (hetflow::parallel_for), called `calls` times as time steps are.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace hetflow::cli {
+
+struct LoopRunOptions {
+  std::string workload, device, scheduler = "logfit";
+  std::size_t size = 0;  // 0: the workload's default
+  int calls = 5;
+  unsigned cpu_workers = 0;
+  bool fast_math = false, verify = false;
+  std::string dump, trace;
+};
+
+void run_loop(const LoopRunOptions& o);
+
+}  // namespace hetflow::cli

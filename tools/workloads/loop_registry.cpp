@@ -1,0 +1,71 @@
+#include "workloads/loop_registry.hpp"
+
+#include "workloads/loop_workloads.hpp"
+
+namespace hetflow::workloads {
+namespace {
+
+template <class W>
+class Adapter : public LoopWorkload {
+ public:
+  Adapter(Controller& c, const typename W::Params& p, std::string what) : w_(c, p), what_(std::move(what)) {}
+  std::string describe() const override { return what_; }
+  std::size_t size() const override { return w_.size(); }
+  LoopBody body() override {
+    LoopBody b;
+    b.cpu = [this](Chunk ch) { w_.cpu(ch.begin, ch.end); };
+    b.device = [this](Controller& c, Chunk ch) { w_.device(c, ch.begin, ch.end); };
+    b.reads = w_.reads();
+    b.writes = [this](Chunk ch) { return w_.writes(ch.begin, ch.end); };
+    return b;
+  }
+  void before_call() override {
+    if (!called_) w_.before_step();  // the tree of the first step; the bench repeats that step
+    called_ = true;
+  }
+  void clear_output() override { w_.clear_output(); }
+  LoopCheck check() const override { return w_.check(w_.reference()); }
+
+ private:
+  W w_;
+  std::string what_;
+  bool called_ = false;
+};
+
+}  // namespace
+
+const std::vector<std::string>& loop_workload_names() {
+  static const std::vector<std::string> names = {"mandelbrot", "nbody", "spmv", "barneshut"};
+  return names;
+}
+
+std::unique_ptr<LoopWorkload> make_loop_workload(Controller& c, const std::string& name, std::size_t size,
+                                                 bool fast_math) {
+  const std::string n = std::to_string(size);
+  if (name == "mandelbrot") {
+    MandelbrotLoop::Params p;
+    p.width = p.height = size ? size : 1024;
+    return std::make_unique<Adapter<MandelbrotLoop>>(
+        c, p, "mandelbrot, " + std::to_string(p.width) + "x" + std::to_string(p.height) + " (rows)");
+  }
+  if (name == "nbody") {
+    NBodyLoop::Params p;
+    p.n = size ? size : 16384;
+    p.fast_math = fast_math;
+    return std::make_unique<Adapter<NBodyLoop>>(c, p, "nbody, " + std::to_string(p.n) + " bodies");
+  }
+  if (name == "spmv") {
+    SpmvLoop::Params p;
+    p.scale = unsigned(size ? size : 16);
+    return std::make_unique<Adapter<SpmvLoop>>(c, p, "spmv, R-MAT 2^" + std::to_string(p.scale) + " rows");
+  }
+  if (name == "barneshut") {
+    BarnesHutLoop::Params p;
+    p.n = size ? size : 100000;
+    p.fast_math = fast_math;
+    return std::make_unique<Adapter<BarnesHutLoop>>(c, p, "barneshut, " + std::to_string(p.n) + " bodies");
+  }
+  throw UsageError("no loop workload '" + name + "': mandelbrot, nbody, spmv or barneshut");
+}
+
+}  // namespace hetflow::workloads
