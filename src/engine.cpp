@@ -338,7 +338,7 @@ void Engine::wait_request(RequestPtr w) {
     lock.unlock();
     // One helper at a time: graph::wait_for_all() writes the graph's own flags on return, so two
     // threads in it at once race (ThreadSanitizer); the others sleep below while one helps.
-    if (std::unique_lock helping(helper_mutex_, std::try_to_lock); helping) graph_.wait_for_all();
+    help_run_graph();
     poll_watched();
     lock.lock();
     if (raw->released) break;
@@ -346,6 +346,10 @@ void Engine::wait_request(RequestPtr w) {
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+void Engine::help_run_graph() {
+  if (std::unique_lock helping(helper_mutex_, std::try_to_lock); helping) graph_.wait_for_all();
 }
 
 bool Engine::ended_within(cl_event ev, std::chrono::microseconds spin) {

@@ -87,6 +87,9 @@ class Engine {
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
   bool poll_watched();                           // whether a command was seen to end
+  // The calling thread runs the graph's tasks until it is idle, unless another thread already does
+  // (one at a time: graph::wait_for_all() writes the graph's own flags on return).
+  void help_run_graph();
   void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
   static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
