@@ -46,6 +46,7 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run on_ready $B/bin/test_on_ready
   run flow_nodes $B/bin/test_flow_nodes
   run loop_workloads $B/bin/test_loop_workloads
+  run parallel_for $B/bin/test_parallel_for
   # Device faults (docs/drivers.md): injected, in-process; then real ones, one process each.
   run faults_injected $B/bin/test_device_faults --test-case-exclude="*process of its own*"
   for cfg in "async 1" "async 3" "sync 1"; do run "device_fault_${cfg// /_}" $B/bin/device_fault $cfg; done
@@ -106,11 +107,14 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run flow_graph_8k $B/bin/bench_flow_graph 8k 100 5 2,4
   run flow_graph_16k $B/bin/bench_flow_graph 16k 100 5 2,4
   run matpow $B/bin/bench_workloads matpow 8192 10 5
+  run loops_barneshut $B/bin/bench_loops barneshut 1000000 9 16384 --fast-math
+  run loops_spmv $B/bin/bench_loops spmv 22 9
   run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
   $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
   echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
   grep -h -A2 "median of" "$L"/flow_graph_*.log
+  grep -h -A8 "calls each" "$L"/loops_*.log
   grep -h -A4 "perf/overhead" "$L"/overhead_*.log
   grep -h -A12 "after a warm-up round" "$L"/peers_*.log
   grep -h -A6 "perf/banded" "$L"/banded_pocl.log
