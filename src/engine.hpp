@@ -86,7 +86,7 @@ class Engine {
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
-  bool poll_watched();                           // whether a command was seen to end
+  bool poll_watched();  // whether a command was seen to end
   // The calling thread runs the graph's tasks until it is idle, unless another thread already does
   // (one at a time: graph::wait_for_all() writes the graph's own flags on return).
   void help_run_graph();

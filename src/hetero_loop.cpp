@@ -63,6 +63,7 @@ class LoopState {
         options_(std::move(options)),
         cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
         scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_)) {
+    if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
     if (!body_.cpu && !body_.device)
       throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
     if (!body_.writes) throw UsageError("parallel_for: the loop body must say what a chunk writes (LoopBody::writes)");
@@ -84,6 +85,7 @@ class LoopState {
   LoopOptions options_;
   unsigned cpu_workers_;
   std::unique_ptr<LoopScheduler> scheduler_;
+  unsigned device_slots_ = options_.device_slots;
   double last_call_seconds_ = 0;
 
   // One call's state, under m_.
@@ -269,7 +271,9 @@ LoopReport LoopState::run(std::size_t n) {
     report_ = LoopReport{};
     report_.sides = {LoopReport::Side{"cpu"}, LoopReport::Side{engine.choice.device.name}};
     note_tiles(body_.reads);
-    tokens_ = (body_.cpu ? cpu_workers_ : 0) + (body_.device ? 1 : 0);
+    // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously).
+    const unsigned device_tokens = !body_.device ? 0 : engine.policy == Policy::sync ? 1 : device_slots_;
+    tokens_ = (body_.cpu ? cpu_workers_ : 0) + device_tokens;
   }
   const bool sync_device = body_.device && engine.policy == Policy::sync;
   if (n > 0) {
@@ -291,7 +295,7 @@ LoopReport LoopState::run(std::size_t n) {
         device_chunk_synchronously(chunk);
       }
     } else if (body_.device) {
-      next_device();
+      for (unsigned i = 0; i < device_slots_; ++i) next_device();
     }
   } else {
     std::lock_guard lock(m_);

@@ -68,7 +68,9 @@ TEST_CASE("every iteration runs exactly once, on one side, for every scheduler a
         CAPTURE(n);
         CAPTURE(workers);
         CountingLoop loop(c, n);
-        const auto report = parallel_for(c, n, loop.body(), {.scheduler = scheduler, .cpu_workers = workers});
+        // One device chunk in flight with one worker, three with three.
+        const auto report =
+            parallel_for(c, n, loop.body(), {.scheduler = scheduler, .cpu_workers = workers, .device_slots = workers});
         std::size_t on_cpu = 0, on_device = 0;
         CHECK(loop.each_once(n, on_cpu, on_device));
         CHECK(report.sides.size() == 2);

@@ -63,7 +63,10 @@ struct LoopOptions {
   // "logfit", "static:S" (S of each call to the device, 0..1), "dynamic:C" (chunks of C
   // iterations), "hguided", "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
-  unsigned cpu_workers = 0;  // CPU chunks at once; 0 = one per core left after one for the device
+  unsigned cpu_workers = 0;  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device)
+  // Device chunks in flight: with one, the device idles for each chunk's round trip (completion
+  // notice, next launch), which on the H200 cost more than the kernels of a 1M-body Barnes-Hut loop.
+  unsigned device_slots = 2;
 };
 
 // What one call did.
