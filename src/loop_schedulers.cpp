@@ -142,20 +142,6 @@ double LogFitScheduler::measured_device_throughput() const {
   return sum;
 }
 
-double LogFitScheduler::best_device_throughput() const {
-  // What the devices have shown they can do: the last chunk may have been a small exploring one, and
-  // the CPU sized by it would take far more than its share (on the H200, 3 % of a Barnes-Hut loop the
-  // device runs 100x faster than the 15 workers, doubling the loop's time).
-  double sum = 0;
-  for (const Device& dev : dev_) {
-    if (dev.stopped || dev.thr <= 0) continue;
-    double best = dev.thr;
-    for (const Sample& s : dev.samples) best = std::max(best, s.throughput);
-    sum += best;
-  }
-  return sum;
-}
-
 bool LogFitScheduler::final_phase_due(const Device& dev, std::size_t remaining) const {
   if (dev.phase != Phase::stable || cpu_thr_ <= 0 || dev.thr <= 0) return false;
   // Due when this device's next chunk would outlast everyone else finishing the rest.
@@ -207,7 +193,7 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining) {
     const double t = chunk / dev.thr;
     device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
   }
-  const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + best_device_throughput());
+  const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + devices_thr);
   const double chunk = std::max(1.0, std::min(device_seconds * cpu_thr_, fair));
   return round_up_64(std::size_t(chunk), remaining);
 }

@@ -131,7 +131,6 @@ class LogFitScheduler : public LoopScheduler {
   };
   void fit(Device& dev);
   double measured_device_throughput() const;  // of the devices still running
-  double best_device_throughput() const;      // the same, each at the best it has shown
   bool final_phase_due(const Device& dev, std::size_t remaining) const;
 
   const double elbow_gain_;

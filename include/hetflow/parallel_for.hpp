@@ -64,9 +64,10 @@ struct LoopOptions {
   // iterations), "hguided", "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
   unsigned cpu_workers = 0;  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device)
-  // Device chunks in flight: with one, the device idles for each chunk's round trip (completion
-  // notice, next launch), which on the H200 cost more than the kernels of a 1M-body Barnes-Hut loop.
-  unsigned device_slots = 2;
+  // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
+  // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, but LogFit's model assumes
+  // one chunk in flight and collapsed with two (perf/RESULTS.md), so one is the default for now.
+  unsigned device_slots = 1;
 };
 
 // What one call did.

@@ -15,11 +15,11 @@ class LoopWorkload {
  public:
   virtual ~LoopWorkload() = default;
   virtual std::string describe() const = 0;  // "barneshut, 100000 bodies"
-  virtual std::size_t size() const = 0;       // iterations of one call
-  virtual LoopBody body() = 0;                // its CPU body, kernel launch, reads and writes
-  virtual void before_call() = 0;             // host work between calls (Barnes-Hut: the tree)
-  virtual void clear_output() = 0;            // so that an iteration that did not run shows
-  virtual LoopCheck check() const = 0;        // against the sequential reference (slow: one core)
+  virtual std::size_t size() const = 0;      // iterations of one call
+  virtual LoopBody body() = 0;               // its CPU body, kernel launch, reads and writes
+  virtual void before_call() = 0;            // host work between calls (Barnes-Hut: the tree)
+  virtual void clear_output() = 0;           // so that an iteration that did not run shows
+  virtual LoopCheck check() const = 0;       // against the sequential reference (slow: one core)
 };
 
 // "mandelbrot" (size: image side, rows are iterations), "nbody" (bodies), "spmv" (R-MAT scale: 2^size
