@@ -19,6 +19,7 @@ if ! cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${suit
   exit 1
 fi
 export ASAN_OPTIONS=detect_leaks=1
+export LSAN_OPTIONS=suppressions=$root/tools/sanitizers/lsan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:suppressions=$root/tools/sanitizers/ubsan.supp
 export HETFLOW_RP_SCALE=0.15   # random programs: 15 % of each configuration's count
 source "$root/tools/sanitizers/run-suites.bash"
