@@ -68,9 +68,9 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
     if (a.writes()) a.tile->latest.store(host);
 }
 
-void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
+void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix) {
   try {
-    c_.submit_hook(name_, fn, std::move(roles));
+    c_.submit_hook(name_ + suffix, fn, std::move(roles));
   } catch (const std::exception& e) {  // e.g. DeviceLost: the message must still come out
     fn(Outcome{std::string("its completion hook was refused: ") + e.what()});
   }

@@ -101,7 +101,8 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   std::vector<Access> launch(const Kernel& k, Launch l, Message& m);
   // Brings back what the roles read that is device-latest; written tiles become host-latest.
   void prepare_host(const std::vector<Access>& roles, Message& m);
-  void hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
+  // `suffix` tells a kernel node's completion hook from its kernel in dumps ("sobel_rows: ended").
+  void hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix = "");
   // Hooks run one after another, in the order submitted (host_node with concurrency 1).
   void hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
   // The outcome failed: the message takes the failures of its tiles' requests from the controller.
@@ -156,7 +157,7 @@ class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple
                 auto* gate = &gw;
                 if (core->options().emit == Emit::when_submitted) {
                   gw.try_put(m);
-                  core->hook([gate](const Outcome&) { gate->release_wait(); }, std::move(written));
+                  core->hook([gate](const Outcome&) { gate->release_wait(); }, std::move(written), ": ended");
                 } else {
                   core->hook(
                       [core, gate, m](const Outcome& outcome) mutable {
@@ -164,7 +165,7 @@ class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple
                         gate->try_put(m);
                         gate->release_wait();
                       },
-                      std::move(written));
+                      std::move(written), ": ended");
                 }
               }) {
     base::set_external_ports(typename base::input_ports_type(node_),
