@@ -80,15 +80,15 @@ TEST_CASE("messages flow once each, in order behind a sequencer, never more than
     Item it = std::get<1>(t);
     it.seq = std::get<0>(t);
     int now = ++in_flight, before = most.load();
-    while (now > before && !most.compare_exchange_weak(before, now)) {}
+    while (now > before && !most.compare_exchange_weak(before, now)) {
+    }
     return it;
   });
   hf::host_node<Item> fill(
       g, c, [](const Item& it) { return hf::touch(out(it.x)); },
       [](Item& it) { std::fill(it.x.data(), it.x.data() + it.x.size(), float(it.seq)); }, {.name = "fill"});
-  hf::kernel_node<Item> scale(g, c, pl.kernel, [&](const Item& it) {
-    return hf::launch(Range(pl.len), io(it.x), int(pl.len), 2.0f);
-  });
+  hf::kernel_node<Item> scale(g, c, pl.kernel,
+                              [&](const Item& it) { return hf::launch(Range(pl.len), io(it.x), int(pl.len), 2.0f); });
   hf::host_node<Item> check(
       g, c, [](const Item& it) { return hf::touch(in(it.x)); },
       [&](Item& it) {
@@ -156,7 +156,9 @@ TEST_CASE("a host body that throws, a launch refused and a failed request mark t
       {.name = "fill"});
   // Frame 11: a request of the program's own, outside the nodes, fails on the message's tile.
   function_node<Item, Item> meddle(g, serial, [&](const Item& it) {
-    if (it.seq == 11) c.host_task("sabotage", [] { throw std::runtime_error("sabotaged"); }, io(it.x));
+    if (it.seq == 11)
+      c.host_task(
+          "sabotage", [] { throw std::runtime_error("sabotaged"); }, io(it.x));
     return it;
   });
   hf::kernel_node<Item> scale(g, c, pl.kernel, [&](const Item& it) {
@@ -222,8 +224,7 @@ TEST_CASE("wait_for_all returns only after the device work of a graph that ends 
   };
   graph g;
   hf::kernel_node<Job> copy(
-      g, c, k,
-      [](const Job& j) { return hf::launch(Range(64).local(64), in(j.a), out(j.b), int(j.a.size()), 30); },
+      g, c, k, [](const Job& j) { return hf::launch(Range(64).local(64), in(j.a), out(j.b), int(j.a.size()), 30); },
       {.name = "copy"});
   for (int i = 0; i < N; ++i) {
     Job j;
@@ -235,7 +236,8 @@ TEST_CASE("wait_for_all returns only after the device work of a graph that ends 
   g.wait_for_all();
   const auto recs = c.records();
   // Each kernel's hook (named after the node) ran, which it does only once that kernel has ended.
-  CHECK(std::count_if(recs.begin(), recs.end(), [](const RequestRecord& r) { return r.name == "copy" && r.status == "done"; }) == N);
+  CHECK(std::count_if(recs.begin(), recs.end(),
+                      [](const RequestRecord& r) { return r.name == "copy" && r.status == "done"; }) == N);
   CHECK(std::count_if(recs.begin(), recs.end(), [](const RequestRecord& r) { return r.name == "move_to(a)"; }) == 1);
   c.wait_all();
 }
@@ -250,9 +252,8 @@ TEST_CASE("a cancelled graph's wait_for_all returns, the controller settles, and
   };
   graph g;
   std::atomic<int> done{0};
-  hf::kernel_node<Step> scale(g, c, kernel, [](const Step& s) {
-    return hf::launch(Range(s.x.size()), io(s.x), int(s.x.size()), 1.0f);
-  });
+  hf::kernel_node<Step> scale(
+      g, c, kernel, [](const Step& s) { return hf::launch(Range(s.x.size()), io(s.x), int(s.x.size()), 1.0f); });
   function_node<Step> count(g, unlimited, [&](const Step&) { ++done; });
   make_edge(scale, count);
   for (int i = 0; i < 200; ++i) {

@@ -55,7 +55,8 @@ TEST_CASE("on_ready runs after the kernel and the transfer it waits for, and see
 TEST_CASE("on_ready is told a failure it waited for, runs anyway, and the failure is still reported by a wait") {
   Controller c(test::options(Policy::async));
   auto x = c.tile<float>(16, "x");
-  c.host_task("boom", [] { throw std::runtime_error("no input"); }, out(x));
+  c.host_task(
+      "boom", [] { throw std::runtime_error("no input"); }, out(x));
   c.move_to(x);
   std::atomic<bool> ran{false};
   Outcome seen;
@@ -97,7 +98,8 @@ TEST_CASE("device_image(in(t)) waits for the kernel that writes t, with no trans
   REQUIRE(eventually(ran));
   CHECK(seen.ok());
   const auto recs = c.records();
-  CHECK(std::any_of(recs.begin(), recs.end(), [](const RequestRecord& r) { return r.name == "copy_loop" && r.status == "done"; }));
+  CHECK(std::any_of(recs.begin(), recs.end(),
+                    [](const RequestRecord& r) { return r.name == "copy_loop" && r.status == "done"; }));
   CHECK(count_kind(recs, "D2H") == 0);
   c.wait_all();
 }
@@ -150,7 +152,8 @@ TEST_CASE("a hook may submit requests, is ordered before later writers of its ti
         stage = 1;
       },
       io(x));
-  c.host_task("after", [&] { stage = stage.load() == 1 ? 2 : -1; }, io(x));
+  c.host_task(
+      "after", [&] { stage = stage.load() == 1 ? 2 : -1; }, io(x));
   c.wait_all();  // the hook ran; what it submitted came after this wait in program order:
   c.wait_all();
   CHECK(stage.load() == 2);

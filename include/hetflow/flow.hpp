@@ -167,7 +167,8 @@ class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple
                       std::move(written));
                 }
               }) {
-    base::set_external_ports(typename base::input_ports_type(node_), typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
+    base::set_external_ports(typename base::input_ports_type(node_),
+                             typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
   }
   // Puts a message in from outside the graph, as a oneTBB node's try_put.
   bool try_put(const Msg& m) { return node_.try_put(m); }
@@ -229,7 +230,8 @@ class host_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<M
                 else
                   core->hook(std::move(run), std::move(touched));
               }) {
-    base::set_external_ports(typename base::input_ports_type(node_), typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
+    base::set_external_ports(typename base::input_ports_type(node_),
+                             typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
   }
   // Puts a message in from outside the graph, as a oneTBB node's try_put.
   bool try_put(const Msg& m) { return node_.try_put(m); }
@@ -246,7 +248,8 @@ class to_host_node : public host_node<Msg> {
  public:
   template <class RolesFn>
   to_host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, NodeOptions o = {})
-      : host_node<Msg>(g, c, std::move(roles), [](Msg&) {}, with_name(std::move(o))) {}
+      : host_node<Msg>(
+            g, c, std::move(roles), [](Msg&) {}, with_name(std::move(o))) {}
 
  private:
   static NodeOptions with_name(NodeOptions o) {

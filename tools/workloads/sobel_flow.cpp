@@ -74,17 +74,19 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   // The pool holds the slots; a reserving join takes a frame number only with a free slot, so at most
   // `slots` frames are in flight and no tile is made per frame.
   buffer_node<Frame> pool(g);
-  input_node<std::uint64_t> numbers(g, [i = std::uint64_t{0}, n = std::uint64_t(frames)](tbb::flow_control& fc) mutable {
-    if (i == n) fc.stop();
-    return i++;
-  });
+  input_node<std::uint64_t> numbers(g,
+                                    [i = std::uint64_t{0}, n = std::uint64_t(frames)](tbb::flow_control& fc) mutable {
+                                      if (i == n) fc.stop();
+                                      return i++;
+                                    });
   join_node<std::tuple<std::uint64_t, Frame>, reserving> take(g);
-  function_node<std::tuple<std::uint64_t, Frame>, Frame> label(g, serial, [](const std::tuple<std::uint64_t, Frame>& t) {
-    Frame f = std::get<1>(t);
-    f.seq = std::get<0>(t);
-    f.clear_failure();
-    return f;
-  });
+  function_node<std::tuple<std::uint64_t, Frame>, Frame> label(g, serial,
+                                                               [](const std::tuple<std::uint64_t, Frame>& t) {
+                                                                 Frame f = std::get<1>(t);
+                                                                 f.seq = std::get<0>(t);
+                                                                 f.clear_failure();
+                                                                 return f;
+                                                               });
   // A .y4m stream is read in frame order: one body at a time, in arrival order (the label is serial).
   hf::host_node<Frame> load(
       g, c, [](const Frame& f) { return hf::touch(out(f.in)); },
@@ -98,10 +100,10 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
     return hf::launch(range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
   });
-  hf::kernel_node<Frame> smooth(
-      g, c, smooth_k, [&](const Frame& f) { return hf::launch(range, in(f.row_diff), out(f.gx), w, h); });
-  hf::kernel_node<Frame> diff(
-      g, c, diff_k, [&](const Frame& f) { return hf::launch(range, in(f.row_smooth), out(f.gy), w, h); });
+  hf::kernel_node<Frame> smooth(g, c, smooth_k,
+                                [&](const Frame& f) { return hf::launch(range, in(f.row_diff), out(f.gx), w, h); });
+  hf::kernel_node<Frame> diff(g, c, diff_k,
+                              [&](const Frame& f) { return hf::launch(range, in(f.row_smooth), out(f.gy), w, h); });
   hf::kernel_node<Frame> magnitude(
       g, c, mag_k, [&](const Frame& f) { return hf::launch(range, in(f.gx), in(f.gy), out(f.out), w, h); });
   hf::host_node<Frame> consume(
@@ -141,7 +143,8 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   g.wait_for_all();
   c.wait_all();
 
-  if (!errors.empty()) throw Error("sobel flow graph: " + std::to_string(errors.size()) + " frame(s) failed; " + errors[0]);
+  if (!errors.empty())
+    throw Error("sobel flow graph: " + std::to_string(errors.size()) + " frame(s) failed; " + errors[0]);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.frames = frames;
   for (double s : sums) result.checksum += s;
