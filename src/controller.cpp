@@ -203,7 +203,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
   engine_->submit(std::move(r));  // which picks its kernel queue
 }
 
-void Controller::submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses) {
+void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses) {
   const std::string what = "host task '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <hetflow/access.hpp>
+#include <hetflow/detail/unique_function.hpp>
 #include <hetflow/device.hpp>
 #include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
@@ -107,7 +108,7 @@ class Controller {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});
   }
 
-  // Runs fn() on a TBB worker once the host images it declares are ready; fn may read the in()
+  // Runs fn() on a TBB worker once the host images it declares are ready (fn may be move-only); fn may read the in()
   // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
   // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
   // async policy (they are ordered after everything submitted before them); a call that would block
@@ -116,7 +117,8 @@ class Controller {
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
-    submit_host(std::move(name), std::function<void()>(std::forward<F>(fn)), {Access(std::forward<Roles>(roles))...});
+    submit_host(std::move(name), detail::UniqueFunction<void()>(std::forward<F>(fn)),
+                {Access(std::forward<Roles>(roles))...});
   }
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
@@ -186,7 +188,7 @@ class Controller {
                                                std::string name, bool device_only);
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
-  void submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses);
+  void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
   void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
   void wait_tile(const std::shared_ptr<detail::TileState>& tile);
