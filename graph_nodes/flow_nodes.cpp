@@ -39,8 +39,7 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
     note_tile(m, a);
     // A partial write keeps the rest of the tile, so the device image must hold it first.
     const bool needs_device_image = a.reads() || !whole(a);
-    if (options_.implicit_transfers && needs_device_image && !a.tile->device_only &&
-        a.tile->latest.load() == host) {
+    if (options_.implicit_transfers && needs_device_image && !a.tile->device_only && a.tile->latest.load() == host) {
       c_.submit_transfer(true, whole_tile(a, Role::in));
       a.tile->latest.store(both);
     }
@@ -60,8 +59,7 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
   for (const auto& a : roles) {
     note_tile(m, a);
     const bool needs_host_image = a.reads() || !whole(a);
-    if (options_.implicit_transfers && needs_host_image && !a.tile->device_only &&
-        a.tile->latest.load() == device) {
+    if (options_.implicit_transfers && needs_host_image && !a.tile->device_only && a.tile->latest.load() == device) {
       c_.submit_transfer(false, whole_tile(a, Role::in));
       a.tile->latest.store(both);
     }
@@ -105,7 +103,7 @@ void NodeCore::submit_next_in_order() {
 }
 
 void NodeCore::take_failures(Message& m, const Outcome& o) {
-  auto& engine = c_.engine();
+  auto& engine = *c_.engine_;  // a friend of Controller
   for (const auto& t : m.touched_tiles)
     for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
   if (!m.error.empty()) return;

@@ -207,4 +207,11 @@ class Engine {
   CompletionPoller poller_{[this] { return poll_watched(); }};
 };
 
+// The engine behind a controller, for the library's own code and the tests; users have no way to
+// it (include/hetflow/controller.hpp keeps it private).
+struct ControllerAccess {
+  static Engine& engine(Controller& c) { return *c.engine_; }
+};
+inline Engine& engine_of(Controller& c) { return ControllerAccess::engine(c); }
+
 }  // namespace hetflow::detail

@@ -125,7 +125,7 @@ TEST_CASE("failed requests and their cancelled dependants are freed: 10,000 of t
   c.wait_all();
   // Every request has ended and been reported; the tracker keeps nothing of them, and none of the
   // 10,000 is still alive (a few may be on their way out of the graph's last tasks).
-  CHECK(c.engine().tracked_accesses() == 0);
+  CHECK(detail::engine_of(c).tracked_accesses() == 0);
   long alive = 0;
   for (int i = 0; i < 200 && (alive = detail::Request::live.load() - before) > 8; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -78,6 +78,9 @@ class TileRegion;
 
 // A typed dense array of 1 to 3 dimensions with a pinned host image and a device image (or only a
 // device image). Made by Controller::tile / Controller::device_tile. Copies share the same tile.
+// Thread safety: a handle may be copied and its metadata (name, extent, size) read from any thread.
+// The host image (data, host, [], at) has no lock: use it where the controller's ordering says it
+// is yours — after wait(t), or inside a host task or hook that declared the access.
 template <class T>
 class Tile {
   static_assert(std::is_trivially_copyable_v<T>, "tile elements must be trivially copyable");
