@@ -172,7 +172,11 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     auto it = last_launch_.find(r->kernel.name());
     if (it != last_launch_.end()) {
       cl_int status = CL_COMPLETE;
-      clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+      // A failing query is the driver reporting a fault (Engine::command_status): that launch has
+      // ended, and its own request reports it; nothing to wait for.
+      if (clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) !=
+          CL_SUCCESS)
+        status = CL_COMPLETE;
       if (status > CL_COMPLETE) {
         wait_list.push_back(it->second.event());
         flush_for_wait(it->second.lane);

@@ -70,6 +70,7 @@ class Engine {
   cl_int command_status(const Request& r);
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
   void throw_if_lost() const;                                          // DeviceLost naming the first fault
+  void mark_lost(const std::string& cause);                            // the first cause stays
   void run_host(const RequestPtr& r);                                  // host_task_node.cpp
   Outcome outcome_of_predecessors(Request& hook);                      // what a completion hook is told
   void finish(Request& r, Status s, std::string error = {});
@@ -79,7 +80,8 @@ class Engine {
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
-  void flush(unsigned lane);                     // clFlush, under driver_lock()
+  void flush(unsigned lane);                     // clFlush, under driver_lock(); fail_lane if it fails
+  void fail_lane(unsigned lane, cl_int err);     // a failed flush: the controller is lost
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
@@ -188,6 +190,7 @@ class Engine {
   bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
   std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
+  bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)
   // Set once a fault took the context with it; every later request, tile and wait throws DeviceLost.
   std::atomic<bool> lost_{false};
   mutable std::mutex lost_mutex_;

@@ -68,6 +68,10 @@ struct TileState {
   std::atomic<std::uint8_t> latest{1};
 
   std::size_t bytes() const { return extent.count() * elem_size; }
+  // Enqueues the unmapping of the host image (not waited for: OpenCL keeps the buffer alive until
+  // its commands end) and forgets it; returns clEnqueueUnmapMemObject's result (CL_SUCCESS when
+  // there was nothing to unmap). src/request.cpp.
+  cl_int unmap_host_image();
   ~TileState();
 };
 
