@@ -119,6 +119,19 @@ class Engine {
   // nothing is left, and hand on the requests held back behind it.
   void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
   void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
+  // dispatch's phases: what a wait waits for, a request's hazards (and their records), a device
+  // request's host → device edges.
+  void wait_preds(Request& wait);
+  void track_hazards(const RequestPtr& r);
+  void hold_behind_host_preds(const RequestPtr& r);
+  // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
+  // PoCL chaining they need, the driver call, then what r's enqueue releases.
+  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running);
+  void flush_for_wait(unsigned lane, unsigned own_lane);
+  void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
+  cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
+  void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
+                     std::vector<RequestPtr>& released);
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
   // its predecessors have.
   void end_after_preds(const RequestPtr& r, Status s, std::string why);
