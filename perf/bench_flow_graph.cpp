@@ -8,11 +8,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_sizes.hpp"
 #include "bench_timing.hpp"
 #include "native/native_workloads.hpp"
 #include "workloads/cpu_reference.hpp"
@@ -21,25 +21,12 @@
 
 using namespace hetflow;
 
-namespace {
-
-std::pair<int, int> parse_size(const std::string& s) {
-  static const std::map<std::string, std::pair<int, int>> named = {
-      {"4k", {4096, 2160}}, {"8k", {7680, 4320}}, {"16k", {15360, 8640}}};
-  if (auto it = named.find(s); it != named.end()) return it->second;
-  const auto x = s.find('x');
-  if (x == std::string::npos) return {std::stoi(s), std::stoi(s)};
-  return {std::stoi(s.substr(0, x)), std::stoi(s.substr(x + 1))};
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s SIZE FRAMES [REPEATS=5] [SLOTS=2,4]\n", argv[0]);
     return 2;
   }
-  const auto [w, h] = parse_size(argv[1]);
+  const auto [w, h] = bench::parse_size(argv[1]);
   const int frames = std::atoi(argv[2]);
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   std::vector<int> slot_counts;

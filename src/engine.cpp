@@ -101,8 +101,11 @@ Engine::Engine(const ControllerOptions& options)
         return tbb::flow::continue_msg{};
       }) {
   if (choice.device.platform_name == "Oclgrind") serialize_driver_calls();  // src/driver_lock.hpp
+  // Each edge is recorded as it is made: topology_dot() draws these, not a description of them.
   tbb::flow::make_edge(tbb::flow::output_port<0>(dispatcher_), streaming_);
+  wiring_.push_back({"dispatcher", "streaming", "device requests"});
   tbb::flow::make_edge(streaming_, receiver_);
+  wiring_.push_back({"streaming", "receiver", "completions (gateway)"});
 
   cl_command_queue_properties props = profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
   if (out_of_order) props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;

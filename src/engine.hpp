@@ -218,6 +218,12 @@ class Engine {
   Streaming streaming_;
   HostNode host_;
   Receiver receiver_;
+  struct Wire {
+    const char* from;
+    const char* to;
+    const char* label;
+  };
+  std::vector<Wire> wiring_;  // the graph's edges as the constructor made them (topology_dot)
 
   // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
   CompletionPoller poller_{[this] { return poll_watched(); }};
