@@ -12,33 +12,49 @@ void Engine::track_untracked(const RequestPtr& r) {
 }
 
 void Engine::dispatch(const RequestPtr& r) {
-  auto done = [this](const RequestPtr& x) { return is_done(x); };
-  std::vector<RequestPtr>& preds = r->preds;
-
   switch (r->kind) {
     case Kind::wait:
-      if (!r->wait_for.empty()) {
-        preds = std::move(r->wait_for);
-      } else if (r->wait_tile) {
-        tracker_.outstanding(r->wait_tile->id, done, preds);
-      } else {
-        tracker_.outstanding_all(done, preds);
-        std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
-        preds.insert(preds.end(), untracked_.begin(), untracked_.end());
-      }
-      log().debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, preds.size());
+      wait_preds(*r);
+      log().debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, r->preds.size());
       arm_host_side(r);
       return;
-    case Kind::release:
-      tracker_.outstanding(r->accesses.front().tile->id, done, preds);
-      tracker_.forget(r->accesses.front().tile->id);
+    case Kind::release: {
+      const auto tile = r->accesses.front().tile->id;
+      tracker_.outstanding(
+          tile, [this](const RequestPtr& x) { return is_done(x); }, r->preds);
+      tracker_.forget(tile);
       track_untracked(r);  // the tracker forgot its tile: wait_all still waits for the release
       arm_host_side(r);
       return;
+    }
     default:
       break;
   }
+  track_hazards(r);
+  log().debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, r->preds.size());
+  if (!on_device(r->kind)) {
+    arm_host_side(r);
+    return;
+  }
+  hold_behind_host_preds(r);
+}
 
+void Engine::wait_preds(Request& w) {
+  auto done = [this](const RequestPtr& x) { return is_done(x); };
+  if (!w.wait_for.empty()) {
+    w.preds = std::move(w.wait_for);
+  } else if (w.wait_tile) {
+    tracker_.outstanding(w.wait_tile->id, done, w.preds);
+  } else {
+    tracker_.outstanding_all(done, w.preds);
+    std::erase_if(untracked_, done);
+    w.preds.insert(w.preds.end(), untracked_.begin(), untracked_.end());
+  }
+}
+
+void Engine::track_hazards(const RequestPtr& r) {
+  auto done = [this](const RequestPtr& x) { return is_done(x); };
+  std::vector<RequestPtr>& preds = r->preds;
   edge_scratch_.clear();
   for (const auto& a : r->accesses) {
     AccessPlan plans[2];
@@ -51,28 +67,24 @@ void Engine::dispatch(const RequestPtr& r) {
   for (const auto& e : edge_scratch_)
     if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(recording && is_done(e.from)))
       preds.push_back(e.from);
-  if (recording) {
-    for (const auto& e : edge_scratch_) {
-      const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(), [&](const Access& a) {
-                            return a.tile->id == e.tile;
-                          })->tile;
-      r->edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
-                                    tile.extent.dims, e.from_slot, e.to_slot});
-    }
+  if (!recording) return;
+  for (const auto& e : edge_scratch_) {
+    const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(), [&](const Access& a) {
+                          return a.tile->id == e.tile;
+                        })->tile;
+    r->edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
+                                  tile.extent.dims, e.from_slot, e.to_slot});
   }
+}
 
-  log().debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, preds.size());
-  if (!on_device(r->kind)) {
-    arm_host_side(r);
-    return;
-  }
+void Engine::hold_behind_host_preds(const RequestPtr& r) {
   // Host → device edges hold the command back until the host predecessor has ended (it is then put
   // to the streaming node again, to be enqueued or, if the predecessor failed, cancelled); device →
   // device edges stay in `preds` for the streaming node, which turns them into wait-list events
   // when it enqueues. The +1 is the streaming node's to take, so no host predecessor can release
   // the command before the streaming node saw it.
   r->enqueue_unmet.store(1, std::memory_order_relaxed);
-  std::erase_if(preds, [&](const RequestPtr& p) {
+  std::erase_if(r->preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
     if (p->finished) {

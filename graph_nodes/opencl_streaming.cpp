@@ -135,66 +135,15 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
 void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
   std::vector<cl_event> wait_list;
   std::vector<RequestPtr> running;  // the predecessors whose events r waits on
-  std::string cause;
-  {
-    std::lock_guard lock(r->m);
-    cause = std::move(r->cancel_cause);
-  }
-  if (cause.empty()) {
-    for (const auto& p : r->preds) {
-      std::lock_guard lock(p->m);
-      const Status s = p->status.load();
-      cl_event e = p->event.load();
-      if (s == Status::failed || s == Status::cancelled || !e) {
-        cause = dependency_cause(*p, s);
-        break;
-      }
-      if (p->finished) continue;  // done
-      wait_list.push_back(e);
-      running.push_back(p);
-    }
-  }
-  if (!cause.empty()) {
+  if (std::string cause = collect_wait_list(*r, wait_list, running); !cause.empty()) {
     end_after_preds(r, Status::cancelled, std::move(cause));
     return;
   }
-  // OpenCL: a command may wait on another queue's event only once that queue was flushed.
-  auto flush_for_wait = [&](unsigned lane) {
-    if (lane != r->lane && flush_policy_.dirty(lane)) {
-      flush(lane);
-      flush_policy_.flushed(lane);
-    }
-  };
-  for (const auto& p : running) flush_for_wait(p->lane);
-  if (r->kind == Kind::kernel && kernel_cache_guard_) {
-    // docs/drivers.md, "One kernel, several launches at once": on PoCL < 7.0 two commands of one
-    // kernel must not run at once, so each waits for the previous launch of its kernel.
-    auto it = last_launch_.find(r->kernel.name());
-    if (it != last_launch_.end()) {
-      cl_int status = CL_COMPLETE;
-      clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-      if (status > CL_COMPLETE) {
-        wait_list.push_back(it->second.event());
-        flush_for_wait(it->second.lane);
-      }
-    }
-  }
-
-  cl_command_queue q = queues[r->lane]();
+  for (const auto& p : running) flush_for_wait(p->lane, r->lane);
+  if (r->kind == Kind::kernel && kernel_cache_guard_) chain_previous_launch(*r, wait_list);
   cl_event ev = nullptr;
   std::string what;
-  cl_int err = CL_SUCCESS;
-  const auto n = cl_uint(wait_list.size());
-  const cl_event* list = n ? wait_list.data() : nullptr;
-  auto driver = driver_lock();
-  if (r->kind == Kind::kernel) {
-    err = enqueue_kernel(q, *r, n, list, &ev, what);
-  } else {
-    const bool to_device = r->kind == Kind::h2d;
-    what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-    err = enqueue_transfer(q, to_device, r->accesses.front(), n, list, &ev);
-  }
-  if (driver.owns_lock()) driver.unlock();  // unlock() of a lock never taken throws
+  const cl_int err = enqueue_on_driver(*r, wait_list, &ev, what);
   if (recording) r->enqueue_ns = now_ns();
   if (err != CL_SUCCESS) {
     note_fault(*r, err, ("was refused: " + what + " failed with").c_str());
@@ -202,6 +151,67 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
     return;
   }
   r->preds.clear();  // only now: their events had to live through the enqueue
+  log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
+  after_enqueue(r, ev, std::move(running), released);
+}
+
+std::string Engine::collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running) {
+  std::string cause;
+  {
+    std::lock_guard lock(r.m);
+    cause = std::move(r.cancel_cause);
+  }
+  if (!cause.empty()) return cause;
+  for (const auto& p : r.preds) {
+    std::lock_guard lock(p->m);
+    const Status s = p->status.load();
+    cl_event e = p->event.load();
+    if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(*p, s);
+    if (p->finished) continue;  // done
+    wait_list.push_back(e);
+    running.push_back(p);
+  }
+  return {};
+}
+
+void Engine::flush_for_wait(unsigned lane, unsigned own_lane) {
+  // OpenCL: a command may wait on another queue's event only once that queue was flushed.
+  if (lane != own_lane && flush_policy_.dirty(lane)) {
+    flush(lane);
+    flush_policy_.flushed(lane);
+  }
+}
+
+void Engine::chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list) {
+  // docs/drivers.md, "One kernel, several launches at once": on PoCL < 7.0 two commands of one
+  // kernel must not run at once, so each waits for the previous launch of its kernel.
+  auto it = last_launch_.find(r.kernel.name());
+  if (it == last_launch_.end()) return;
+  cl_int status = CL_COMPLETE;
+  // A failing query is the driver reporting a fault (Engine::command_status): that launch has
+  // ended, and its own request reports it; nothing to wait for.
+  if (clGetEventInfo(it->second.event(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) !=
+      CL_SUCCESS)
+    status = CL_COMPLETE;
+  if (status > CL_COMPLETE) {
+    wait_list.push_back(it->second.event());
+    flush_for_wait(it->second.lane, r.lane);
+  }
+}
+
+cl_int Engine::enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what) {
+  cl_command_queue q = queues[r.lane]();
+  const auto n = cl_uint(wait_list.size());
+  const cl_event* list = n ? wait_list.data() : nullptr;
+  auto driver = driver_lock();
+  if (r.kind == Kind::kernel) return enqueue_kernel(q, r, n, list, ev, what);
+  const bool to_device = r.kind == Kind::h2d;
+  what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+  return enqueue_transfer(q, to_device, r.accesses.front(), n, list, ev);
+}
+
+void Engine::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
+                           std::vector<RequestPtr>& released) {
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
   std::string failed_pred;
   for (const auto& p : running) {
@@ -217,7 +227,6 @@ void Engine::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& relea
   }
   if (r->kind == Kind::kernel && kernel_cache_guard_) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);
-  log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, n);
   if (policy == Policy::async) flush_policy_.enqueued(r->lane, now_ns(), [this](unsigned i) { flush(i); });
 
   bool register_now = false;

@@ -203,7 +203,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
   engine_->submit(std::move(r));  // which picks its kernel queue
 }
 
-void Controller::submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses) {
+void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses) {
   const std::string what = "host task '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what);
@@ -253,13 +253,11 @@ void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
   std::weak_ptr<detail::TileState> weak = tile;
   r->fn = [weak] {
     if (auto t = weak.lock()) {
-      if (t->host && t->host_buffer() && t->unmap_queue()) {
-        auto driver = detail::driver_lock();
-        clEnqueueUnmapMemObject(t->unmap_queue(), t->host_buffer(), t->host, 0, nullptr, nullptr);
-      }
-      t->host = nullptr;
+      const cl_int err = t->unmap_host_image();
       t->host_buffer = cl::Buffer();
       t->device_buffer = cl::Buffer();
+      // Fails the release, so a wait reports it.
+      if (err != CL_SUCCESS) throw OpenCLError(err, "clEnqueueUnmapMemObject of tile '" + t->name + "'s host image");
     }
   };
   engine_->submit(std::move(r));

@@ -35,15 +35,34 @@ void Engine::note_fault(const Request& r, cl_int status, const char* what) {
     probe = clFinish(service_queue_());
   }
   if (probe == CL_SUCCESS) return;
+  mark_lost(to_string(r.kind) + std::string(" '") + r.name + "' (request #" + std::to_string(r.id) + ") " + what + " " +
+            cl_error_name(status) + ", and the driver now answers " + cl_error_name(probe));
+}
+
+void Engine::mark_lost(const std::string& cause) {
   std::lock_guard lock(lost_mutex_);
   if (lost_.load(std::memory_order_relaxed)) return;
-  lost_message_ = "the device context of this controller (" + choice.device.name + ") is lost: " + to_string(r.kind) +
-                  " '" + r.name + "' (request #" + std::to_string(r.id) + ") " + what + " " + cl_error_name(status) +
-                  ", and the driver now answers " + cl_error_name(probe) +
+  lost_message_ = "the device context of this controller (" + choice.device.name + ") is lost: " + cause +
                   ". Make a new Controller (a driver may refuse a new context on that device for the rest of the "
                   "process, as NVIDIA's does: then restart the process). Host images of its tiles stay readable.";
   lost_.store(true, std::memory_order_release);
   log().error("{}", lost_message_);
+}
+
+void Engine::fail_lane(unsigned lane, cl_int err) {
+  // Commands a failed flush leaves behind may never reach the device, and nothing would tell the
+  // engine: the queue is unusable, so the controller is lost, and the commands a host-side
+  // consumer waits for fail now rather than leave it waiting. Commands nobody waits for yet fail
+  // when someone does (watch() flushes again).
+  const std::string why = "clFlush of queue " + std::to_string(lane) + " failed: " + cl_error_name(err);
+  mark_lost(why);
+  std::vector<RequestPtr> stranded;
+  {
+    std::lock_guard lock(watched_mutex_);
+    for (const auto& r : watched_)
+      if (r->lane == lane && !r->done_flag.load(std::memory_order_acquire)) stranded.push_back(r);
+  }
+  for (const auto& r : stranded) finish(*r, Status::failed, why);
 }
 
 void Engine::throw_if_lost() const {

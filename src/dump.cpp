@@ -199,7 +199,10 @@ std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& 
 }
 
 namespace {
-std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& text) {
+
+// The dump's JSON object, its format and version checked. A trace written by to_trace_json carries
+// its dump: `hetflow dump trace.json` works too.
+json dump_document(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
@@ -207,7 +210,6 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
     bad(std::string("not JSON (") + e.what() + ")");
   }
   if (!doc.is_object()) bad("the top level is not a JSON object");
-  // A trace written by to_trace_json carries its dump: `hetflow dump trace.json` works too.
   if (!doc.contains("format") && doc.contains("traceEvents") && doc.contains("hetflow") && doc["hetflow"].is_object())
     doc = json(doc["hetflow"]);
   if (!doc.contains("format")) bad("no \"format\" field (expected \"" + std::string(dump_format) + "\")");
@@ -216,7 +218,10 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
   const json& version = field(doc, "version", "the top level");
   if (!version.is_number_integer() || version.get<int>() != dump_version)
     bad("\"version\" is " + version.dump() + "; this hetflow reads version " + std::to_string(dump_version));
+  return doc;
+}
 
+GraphInfo graph_info_from(const json& doc) {
   GraphInfo info;
   info.device = string_field(doc, "device", "the top level", false);
   info.policy = string_field(doc, "policy", "the top level", false);
@@ -224,7 +229,49 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
     if (!it->is_object()) bad("\"options\" must be an object");
     for (const auto& [k, v] : it->items()) info.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
+  return info;
+}
 
+RequestRecord node_from(const json& n, const std::string& where) {
+  if (!n.is_object()) bad(where + " is not an object");
+  RequestRecord r;
+  r.id = id_field(n, "id", where);
+  r.kind = string_field(n, "kind", where);
+  r.name = string_field(n, "name", where);
+  r.lane = string_field(n, "lane", where);
+  r.status = string_field(n, "status", where);
+  r.error = string_field(n, "error", where, false);
+  r.submit_ns = int_field(n, "submit_ns", where);
+  r.start_ns = int_field(n, "start_ns", where);
+  r.end_ns = int_field(n, "end_ns", where);
+  if (n.contains("enqueue_ns")) r.enqueue_ns = int_field(n, "enqueue_ns", where);  // absent before 2026-11-23
+  return r;
+}
+
+EdgeRecord edge_from(const json& j, const std::string& where) {
+  if (!j.is_object()) bad(where + " is not an object");
+  EdgeRecord e;
+  e.from = id_field(j, "from", where);
+  e.to = id_field(j, "to", where);
+  e.hazard = string_field(j, "hazard", where);
+  e.tile = string_field(j, "tile", where);
+  e.image = string_field(j, "image", where);
+  e.from_slot = string_field(j, "from_slot", where);
+  e.to_slot = string_field(j, "to_slot", where);
+  int dims = 1;
+  e.region = region_from(field(j, "region", where), where, dims);
+  e.dims = dims;
+  if (auto it = j.find("dims"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 3)
+      bad(where + ": \"dims\" must be 1, 2 or 3");
+    e.dims = it->get<int>();
+  }
+  return e;
+}
+
+std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& text) {
+  const json doc = dump_document(text);
+  GraphInfo info = graph_info_from(doc);
   const json& nodes = field(doc, "nodes", "the top level");
   const json& edges = field(doc, "edges", "the top level");
   if (!nodes.is_array()) bad("\"nodes\" must be an array");
@@ -234,43 +281,14 @@ std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& t
   records.reserve(nodes.size());
   std::unordered_map<std::uint64_t, std::size_t> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const json& n = nodes[i];
     const std::string where = "nodes[" + std::to_string(i) + "]";
-    if (!n.is_object()) bad(where + " is not an object");
-    RequestRecord r;
-    r.id = id_field(n, "id", where);
-    r.kind = string_field(n, "kind", where);
-    r.name = string_field(n, "name", where);
-    r.lane = string_field(n, "lane", where);
-    r.status = string_field(n, "status", where);
-    r.error = string_field(n, "error", where, false);
-    r.submit_ns = int_field(n, "submit_ns", where);
-    r.start_ns = int_field(n, "start_ns", where);
-    r.end_ns = int_field(n, "end_ns", where);
-    if (n.contains("enqueue_ns")) r.enqueue_ns = int_field(n, "enqueue_ns", where);  // absent before 2026-11-23
+    RequestRecord r = node_from(nodes[i], where);
     if (!index.emplace(r.id, records.size()).second) bad(where + ": id " + std::to_string(r.id) + " appears twice");
     records.push_back(std::move(r));
   }
   for (std::size_t i = 0; i < edges.size(); ++i) {
-    const json& j = edges[i];
     const std::string where = "edges[" + std::to_string(i) + "]";
-    if (!j.is_object()) bad(where + " is not an object");
-    EdgeRecord e;
-    e.from = id_field(j, "from", where);
-    e.to = id_field(j, "to", where);
-    e.hazard = string_field(j, "hazard", where);
-    e.tile = string_field(j, "tile", where);
-    e.image = string_field(j, "image", where);
-    e.from_slot = string_field(j, "from_slot", where);
-    e.to_slot = string_field(j, "to_slot", where);
-    int dims = 1;
-    e.region = region_from(field(j, "region", where), where, dims);
-    e.dims = dims;
-    if (auto it = j.find("dims"); it != j.end()) {
-      if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 3)
-        bad(where + ": \"dims\" must be 1, 2 or 3");
-      e.dims = it->get<int>();
-    }
+    EdgeRecord e = edge_from(edges[i], where);
     if (!index.count(e.from))
       bad(where + ": \"from\" names node " + std::to_string(e.from) + ", which is not in \"nodes\"");
     auto to = index.find(e.to);

@@ -34,7 +34,10 @@ bool out_of_order_from(const ControllerOptions& o, Policy policy, const DeviceIn
   const QueueOrder order = o.queue_order ? *o.queue_order : env_queue_order().value_or(fallback);
   if (order == QueueOrder::in_order) return false;
   cl_command_queue_properties supported = 0;
-  clGetDeviceInfo(device.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof supported, &supported, nullptr);
+  if (const cl_int err =
+          clGetDeviceInfo(device.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof supported, &supported, nullptr);
+      err != CL_SUCCESS)
+    throw OpenCLError(err, "clGetDeviceInfo(CL_DEVICE_QUEUE_ON_HOST_PROPERTIES) on " + device.name);
   return (supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
 }
 
@@ -98,8 +101,11 @@ Engine::Engine(const ControllerOptions& options)
         return tbb::flow::continue_msg{};
       }) {
   if (choice.device.platform_name == "Oclgrind") serialize_driver_calls();  // src/driver_lock.hpp
+  // Each edge is recorded as it is made: topology_dot() draws these, not a description of them.
   tbb::flow::make_edge(tbb::flow::output_port<0>(dispatcher_), streaming_);
+  wiring_.push_back({"dispatcher", "streaming", "device requests"});
   tbb::flow::make_edge(streaming_, receiver_);
+  wiring_.push_back({"streaming", "receiver", "completions (gateway)"});
 
   cl_command_queue_properties props = profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
   if (out_of_order) props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -115,6 +121,7 @@ Engine::Engine(const ControllerOptions& options)
   drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
+  fail_flush_ = env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}", choice.device.name, choice.reason,
              to_string(policy), kernel_queue_count, out_of_order ? "out-of-order queues" : "in-order queues");
@@ -619,8 +626,13 @@ void Engine::watch(const RequestPtr& p) {
 }
 
 void Engine::flush(unsigned lane) {
-  auto driver = driver_lock();
-  clFlush(queues[lane]());
+  cl_int err = CL_SUCCESS;
+  {
+    auto driver = driver_lock();
+    err = clFlush(queues[lane]());
+  }
+  if (fail_flush_ && err == CL_SUCCESS) err = CL_OUT_OF_RESOURCES;
+  if (err != CL_SUCCESS) fail_lane(lane, err);
 }
 
 bool Engine::is_done(const RequestPtr& r) {

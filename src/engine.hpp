@@ -73,6 +73,7 @@ class Engine {
   cl_int command_status(const Request& r);
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
   void throw_if_lost() const;                                          // DeviceLost naming the first fault
+  void mark_lost(const std::string& cause);                            // the first cause stays
   void run_host(const RequestPtr& r);                                  // host_task_node.cpp
   Outcome outcome_of_predecessors(Request& hook);                      // what a completion hook is told
   void finish(Request& r, Status s, std::string error = {});
@@ -82,7 +83,8 @@ class Engine {
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
-  void flush(unsigned lane);                     // clFlush, under driver_lock()
+  void flush(unsigned lane);                     // clFlush, under driver_lock(); fail_lane if it fails
+  void fail_lane(unsigned lane, cl_int err);     // a failed flush: the controller is lost
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
@@ -123,6 +125,19 @@ class Engine {
   // nothing is left, and hand on the requests held back behind it.
   void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
   void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
+  // dispatch's phases: what a wait waits for, a request's hazards (and their records), a device
+  // request's host → device edges.
+  void wait_preds(Request& wait);
+  void track_hazards(const RequestPtr& r);
+  void hold_behind_host_preds(const RequestPtr& r);
+  // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
+  // PoCL chaining they need, the driver call, then what r's enqueue releases.
+  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running);
+  void flush_for_wait(unsigned lane, unsigned own_lane);
+  void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
+  cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
+  void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
+                     std::vector<RequestPtr>& released);
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
   // its predecessors have.
   void end_after_preds(const RequestPtr& r, Status s, std::string why);
@@ -194,6 +209,7 @@ class Engine {
   bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
   std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
+  bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)
   // Set once a fault took the context with it; every later request, tile and wait throws DeviceLost.
   std::atomic<bool> lost_{false};
   mutable std::mutex lost_mutex_;
@@ -208,9 +224,22 @@ class Engine {
   Streaming streaming_;
   HostNode host_;
   Receiver receiver_;
+  struct Wire {
+    const char* from;
+    const char* to;
+    const char* label;
+  };
+  std::vector<Wire> wiring_;  // the graph's edges as the constructor made them (topology_dot)
 
   // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
   CompletionPoller poller_{[this] { return poll_watched(); }};
 };
+
+// The engine behind a controller, for the library's own code and the tests; users have no way to
+// it (include/hetflow/controller.hpp keeps it private).
+struct ControllerAccess {
+  static Engine& engine(Controller& c) { return *c.engine_; }
+};
+inline Engine& engine_of(Controller& c) { return ControllerAccess::engine(c); }
 
 }  // namespace hetflow::detail

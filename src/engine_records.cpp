@@ -70,18 +70,21 @@ std::string Engine::topology_dot() const {
     dot += "1 queue (sync)";
   else
     dot += "H2D, D2H, " + std::to_string(kernel_queue_count) + " kernel queue(s)";
+  dot += "\", shape=cylinder, fillcolor=\"#fff3cd\"];\n";
+  // Edges of the flow graph, as made (solid), then the hand-offs the engine's code makes by
+  // try_put or by calling the driver (dashed, dotted): the nodes are not wired for them.
+  for (const auto& w : wiring_) dot += std::string("  ") + w.from + " -> " + w.to + " [label=\"" + w.label + "\"];\n";
   dot +=
-      "\", shape=cylinder, fillcolor=\"#fff3cd\"];\n"
       "  user -> dispatcher [label=\"try_put\"];\n"
-      "  dispatcher -> streaming [label=\"device requests\"];\n"
       "  dispatcher -> host [label=\"ready host tasks\", style=dashed];\n"
       "  dispatcher -> waiters [label=\"ready waits\", style=dashed];\n"
       "  streaming -> device [label=\"enqueue\"];\n"
-      "  device -> receiver [label=\"clSetEventCallback\\n(gateway)\", style=dotted];\n"
+      "  device -> streaming [label=\"clSetEventCallback\\n(to its gateway)\", style=dotted];\n"
       "  receiver -> host [label=\"release\", style=dashed];\n"
       "  receiver -> waiters [label=\"release\", style=dashed];\n"
+      "  receiver -> streaming [label=\"held-back requests\", style=dashed];\n"
       "  host -> host [label=\"release\", style=dashed];\n"
-      "  host -> device [label=\"user event\", style=dotted];\n"
+      "  host -> streaming [label=\"held-back requests\", style=dashed];\n"
       "}\n";
   return dot;
 }

@@ -31,12 +31,6 @@ std::string numbered(const std::string& path, int n) {
   return stem + "." + std::to_string(n) + ext;
 }
 
-// The dump's companions replace a .json extension (run.json → run.dot), else add to the name.
-std::string companion(const std::string& dump_path, const char* suffix) {
-  const auto [stem, ext] = split_extension(dump_path);
-  return (ext == ".json" ? stem : dump_path) + suffix;
-}
-
 template <class F>
 void attempt(const char* what, const std::string& path, F&& f) noexcept {
   try {
@@ -58,6 +52,11 @@ std::atomic<int> controllers_written{0};
 
 }  // namespace
 
+std::string dump_companion(const std::string& dump_path, const char* suffix) {
+  const auto [stem, ext] = split_extension(dump_path);
+  return (ext == ".json" ? stem : dump_path) + suffix;
+}
+
 void write_env_dumps(const Controller& c) noexcept {
   const auto dump = detail::env_text("HETFLOW_DUMP");
   const auto trace = detail::env_text("HETFLOW_TRACE");
@@ -66,9 +65,9 @@ void write_env_dumps(const Controller& c) noexcept {
   if (dump) {
     const std::string path = numbered(*dump, n);
     attempt("graph dump", path, [&] { write_dump_json(c, path); });
-    attempt("graph dump (DOT)", companion(path, ".dot"), [&] { write_dump_dot(c, companion(path, ".dot")); });
-    attempt("controller topology", companion(path, ".topology.dot"),
-            [&] { detail::write_text_file(companion(path, ".topology.dot"), c.topology_dot(), "topology DOT"); });
+    attempt("graph dump (DOT)", dump_companion(path, ".dot"), [&] { write_dump_dot(c, dump_companion(path, ".dot")); });
+    attempt("controller topology", dump_companion(path, ".topology.dot"),
+            [&] { detail::write_text_file(dump_companion(path, ".topology.dot"), c.topology_dot(), "topology DOT"); });
   }
   if (trace) {
     const std::string path = numbered(*trace, n);

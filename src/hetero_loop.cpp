@@ -222,7 +222,7 @@ void LoopState::next_device() {
     c_.submit_hook(
         "device chunk " + range_text(chunk),
         [this, chunk, t0, kernels](const Outcome& o) {
-          const double seconds = device_seconds(*c_.engine_, *kernels, seconds_since(t0));
+          const double seconds = device_seconds(engine_of(c_), *kernels, seconds_since(t0));
           kernels->clear();  // their events and arguments go now, not with the hook
           chunk_ended(false, chunk, seconds, o.ok() ? std::string() : o.error);
           next_device();
@@ -250,11 +250,11 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  chunk_ended(false, chunk, device_seconds(*c_.engine_, kernels, seconds_since(t0)), failure);
+  chunk_ended(false, chunk, device_seconds(engine_of(c_), kernels, seconds_since(t0)), failure);
 }
 
 LoopReport LoopState::run(std::size_t n) {
-  auto& engine = *c_.engine_;
+  auto& engine = engine_of(c_);
   if (const Request* task = engine.host_task_on_this_thread())
     throw UsageError("parallel_for inside host task '" + task->name +
                      "' of the same controller would wait for the graph that runs the task");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cl_call.hpp"
 #include "log.hpp"
 
 namespace hetflow {
@@ -32,7 +33,8 @@ Program::Program(cl::Program program, cl::Context context, std::string label, st
       context_(std::move(context)),
       label_(std::move(label)),
       options_(std::move(options)) {
-  kernel_names_ = split_names(program_.getInfo<CL_PROGRAM_KERNEL_NAMES>());
+  kernel_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
+                                              [&] { return program_.getInfo<CL_PROGRAM_KERNEL_NAMES>(); }));
 }
 
 Kernel Program::kernel(const std::string& name) const {
@@ -49,26 +51,27 @@ Kernel Program::kernel(const std::string& name) const {
   k.state_->name = name;
   k.state_->program_label = label_;
   k.state_->context = context_;
-  cl_int err = CL_SUCCESS;
-  k.state_->kernel = cl::Kernel(program_, name.c_str(), &err);
-  const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
-  for (cl_uint i = 0; i < nargs; ++i) {
-    KernelArgInfo a;
-    cl_int e1 = CL_SUCCESS, e2 = CL_SUCCESS, e3 = CL_SUCCESS;
-    a.address = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i, &e1);
-    a.type_name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i, &e2);
-    a.name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_NAME>(i, &e3);
-    while (!a.type_name.empty() && a.type_name.back() == '\0') a.type_name.pop_back();
-    while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
-    k.state_->args.push_back(std::move(a));
-  }
+  detail::cl_call("creating kernel '" + name + "' of program '" + label_ + "'", [&] {
+    k.state_->kernel = cl::Kernel(program_, name.c_str());
+    const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
+    for (cl_uint i = 0; i < nargs; ++i) {
+      KernelArgInfo a;
+      a.address = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i);
+      a.type_name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i);
+      a.name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_NAME>(i);
+      while (!a.type_name.empty() && a.type_name.back() == '\0') a.type_name.pop_back();
+      while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
+      k.state_->args.push_back(std::move(a));
+    }
+  });
   kernels_.emplace(name, k);
   return k;
 }
 
 ProgramCache::ProgramCache(cl::Context context, cl::Device device)
     : context_(std::move(context)), device_(std::move(device)) {
-  device_name_ = device_.getInfo<CL_DEVICE_NAME>();
+  device_name_ =
+      detail::cl_call("the name of the program cache's device", [&] { return device_.getInfo<CL_DEVICE_NAME>(); });
   while (!device_name_.empty() && device_name_.back() == '\0') device_name_.pop_back();
 }
 

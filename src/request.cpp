@@ -1,20 +1,37 @@
 #include "request.hpp"
 
+#include <hetflow/errors.hpp>
+
 #include "driver_lock.hpp"
+#include "log.hpp"
 
 namespace hetflow::detail {
 
 Request::~Request() {
   live.fetch_sub(1, std::memory_order_relaxed);
-  if (cl_event e = event.load()) clReleaseEvent(e);
+  if (cl_event e = event.load()) {
+    // A destructor cannot report it otherwise; the event may leak, nothing else goes wrong.
+    if (const cl_int err = clReleaseEvent(e); err != CL_SUCCESS)
+      log().warn("clReleaseEvent of request #{} '{}' failed: {}", id, name, cl_error_name(err));
+  }
+}
+
+cl_int TileState::unmap_host_image() {
+  cl_int err = CL_SUCCESS;
+  if (host && host_buffer() && unmap_queue()) {
+    auto driver = driver_lock();
+    err = clEnqueueUnmapMemObject(unmap_queue(), host_buffer(), host, 0, nullptr, nullptr);
+  }
+  host = nullptr;
+  return err;
 }
 
 TileState::~TileState() {
-  // Unmapping is enqueued, not waited for: OpenCL keeps the buffer alive until its commands end.
-  if (host && host_buffer() && unmap_queue()) {
-    auto driver = driver_lock();
-    clEnqueueUnmapMemObject(unmap_queue(), host_buffer(), host, 0, nullptr, nullptr);
-  }
+  // free() reports a failed unmapping through its request; a tile dropped with its last handle
+  // has no one to tell but the log.
+  const std::string tile_name = name;
+  if (const cl_int err = unmap_host_image(); err != CL_SUCCESS)
+    log().warn("unmapping the host image of tile '{}' failed: {}", tile_name, cl_error_name(err));
 }
 
 }  // namespace hetflow::detail

@@ -1,6 +1,7 @@
 #pragma once
 // One submitted request as the engine carries it through the flow graph.
 #include <hetflow/access.hpp>
+#include <hetflow/detail/unique_function.hpp>
 #include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
@@ -68,7 +69,7 @@ struct Request : std::enable_shared_from_this<Request> {
   Kernel kernel;
   std::optional<Range> range;
   std::vector<KernelArg> args;
-  std::function<void()> fn;  // host tasks; for `release`, what frees the tile
+  UniqueFunction<void()> fn;  // host tasks; for `release`, what frees the tile
   // Completion hooks (Controller::on_ready): host requests that run whatever their predecessors'
   // outcome, and are told it.
   std::function<void(const Outcome&)> hook;

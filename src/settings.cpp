@@ -35,6 +35,8 @@ const std::vector<Setting>& environment_settings() {
       {"HETFLOW_DEBUG_FAULT_KERNEL", "a kernel name", "none",
        "fault injection for tests: launches of that kernel end as if the device faulted and took the context "
        "with it (docs/drivers.md, \"Device faults\")"},
+      {"HETFLOW_DEBUG_FAIL_FLUSH", "0 | 1", "0",
+       "fault injection for tests: every clFlush reports CL_OUT_OF_RESOURCES (the queues still work)"},
   };
   return list;
 }
@@ -121,6 +123,7 @@ void check_environment() {
   detail::env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   detail::env_switch("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE");
   detail::env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
+  detail::env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
 }
 
 }  // namespace hetflow

@@ -207,36 +207,22 @@ std::optional<std::size_t> enclosing(const std::vector<Slice>& slices, int tid, 
 }  // namespace
 
 namespace {
-TraceSummary summarize(const std::string& text) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    bad(std::string("not JSON (") + e.what() + ")");
-  }
-  const json* events = nullptr;
-  if (doc.is_array()) {
-    events = &doc;
-  } else if (doc.is_object()) {
-    auto it = doc.find("traceEvents");
-    if (it == doc.end() || !it->is_array()) bad("no \"traceEvents\" array");
-    events = &*it;
-  } else {
-    bad("the top level is neither an object nor an array of events");
-  }
 
-  TraceSummary sum;
-  if (doc.is_object())
-    if (auto od = doc.find("otherData"); od != doc.end() && od->is_object()) {
-      if (auto d = od->find("device"); d != od->end() && d->is_string()) sum.device = d->get<std::string>();
-      if (auto p = od->find("policy"); p != od->end() && p->is_string()) sum.policy = p->get<std::string>();
-    }
+// The trace's event array: the document itself, or its "traceEvents".
+const json& trace_events(const json& doc) {
+  if (doc.is_array()) return doc;
+  if (!doc.is_object()) bad("the top level is neither an object nor an array of events");
+  auto it = doc.find("traceEvents");
+  if (it == doc.end() || !it->is_array()) bad("no \"traceEvents\" array");
+  return *it;
+}
 
-  std::map<int, std::string> names;
-  std::map<int, int> sort_index;
+// The complete ("X") events as slices, each on its lane (the thread_name metadata, or "tid N");
+// `sort_index` collects the tracks' thread_sort_index metadata.
+std::vector<Slice> read_slices(const json& events, std::map<int, std::string>& names, std::map<int, int>& sort_index) {
   std::vector<Slice> slices;
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const json& ev = (*events)[i];
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const json& ev = events[i];
     if (!ev.is_object()) bad("traceEvents[" + std::to_string(i) + "] is not an object");
     const std::string ph = ev.value("ph", "");
     if (ph == "M") {
@@ -263,7 +249,13 @@ TraceSummary summarize(const std::string& text) {
     slices.push_back(std::move(s));
   }
   for (auto& s : slices) s.lane = names.count(s.tid) ? names[s.tid] : "tid " + std::to_string(s.tid);
+  return slices;
+}
 
+// Busy time per lane, overlap (two lanes or more busy), wall time and idle gaps. False when no
+// slice is work.
+bool summarize_lanes(const std::vector<Slice>& slices, std::map<int, std::string>& names,
+                     std::map<int, int>& sort_index, TraceSummary& sum) {
   // Per lane, in track order (sort index, then tid).
   std::map<std::pair<int, int>, std::vector<TimeInterval>> by_track;
   std::map<std::pair<int, int>, std::size_t> counts;
@@ -278,7 +270,7 @@ TraceSummary summarize(const std::string& text) {
     ++counts[key];
   }
   sum.waiting_ns = total(merged(waits));
-  if (by_track.empty()) return sum;
+  if (by_track.empty()) return false;
 
   // Overlap: sweep over every lane's merged intervals, counting busy lanes.
   std::vector<std::pair<std::int64_t, int>> sweep;
@@ -313,17 +305,21 @@ TraceSummary summarize(const std::string& text) {
     sum.idle_ns += gap.length();
     sum.largest_idle_ns = std::max(sum.largest_idle_ns, gap.length());
   }
+  return true;
+}
 
-  // ---- critical path: the longest path by summed durations over the work slices' edges.
-  std::unordered_map<std::uint64_t, std::size_t> by_id;
-  for (std::size_t i = 0; i < slices.size(); ++i)
-    if (slices[i].work) by_id.emplace(slices[i].id, i);
-  std::vector<std::vector<std::size_t>> succ(slices.size());
-  std::vector<std::size_t> indegree(slices.size(), 0);
+// The edges between work slices: the embedded "hetflow" dump's when there is one, else the flow
+// events' (each end in the slice enclosing it). Successor lists and in-degrees, by slice index.
+struct SliceGraph {
+  std::vector<std::vector<std::size_t>> succ;
+  std::vector<std::size_t> indegree;
+};
+SliceGraph slice_edges(const json& doc, const json& events, const std::vector<Slice>& slices, TraceSummary& sum) {
+  SliceGraph g{std::vector<std::vector<std::size_t>>(slices.size()), std::vector<std::size_t>(slices.size(), 0)};
   auto add_edge = [&](std::size_t a, std::size_t b) {
     if (a == b || !slices[a].work || !slices[b].work) return;
-    succ[a].push_back(b);
-    ++indegree[b];
+    g.succ[a].push_back(b);
+    ++g.indegree[b];
   };
   const json* embedded = nullptr;
   if (doc.is_object())
@@ -331,33 +327,40 @@ TraceSummary summarize(const std::string& text) {
         h != doc.end() && h->is_object() && h->contains("edges") && (*h)["edges"].is_array())
       embedded = &(*h)["edges"];
   if (embedded) {
+    std::unordered_map<std::uint64_t, std::size_t> by_id;
+    for (std::size_t i = 0; i < slices.size(); ++i)
+      if (slices[i].work) by_id.emplace(slices[i].id, i);
     for (const auto& e : *embedded) {
       if (!e.is_object() || !e.contains("from") || !e.contains("to") || !is_id(e["from"]) || !is_id(e["to"]))
         bad("an edge of the embedded \"hetflow\" dump lacks integer \"from\"/\"to\"");
       auto a = by_id.find(e["from"].get<std::uint64_t>()), b = by_id.find(e["to"].get<std::uint64_t>());
       if (a != by_id.end() && b != by_id.end()) add_edge(a->second, b->second);
     }
-  } else {
-    sum.edges_from_flows = true;
-    std::map<std::string, std::pair<std::optional<std::size_t>, std::optional<std::size_t>>> flows;
-    for (std::size_t i = 0; i < events->size(); ++i) {
-      const json& ev = (*events)[i];
-      const std::string ph = ev.value("ph", "");
-      if (ph != "s" && ph != "f") continue;
-      auto id = ev.find("id");
-      if (id == ev.end()) bad("flow event traceEvents[" + std::to_string(i) + "] has no \"id\"");
-      const std::string key = ev.value("cat", "") + "/" + (id->is_string() ? id->get<std::string>() : id->dump());
-      const auto slice = enclosing(slices, tid_of(ev), to_ns(number(ev, "ts", i)));
-      (ph == "s" ? flows[key].first : flows[key].second) = slice;
-    }
-    for (const auto& [key, ends] : flows)
-      if (ends.first && ends.second) add_edge(*ends.first, *ends.second);
+    return g;
   }
+  sum.edges_from_flows = true;
+  std::map<std::string, std::pair<std::optional<std::size_t>, std::optional<std::size_t>>> flows;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const json& ev = events[i];
+    const std::string ph = ev.value("ph", "");
+    if (ph != "s" && ph != "f") continue;
+    auto id = ev.find("id");
+    if (id == ev.end()) bad("flow event traceEvents[" + std::to_string(i) + "] has no \"id\"");
+    const std::string key = ev.value("cat", "") + "/" + (id->is_string() ? id->get<std::string>() : id->dump());
+    const auto slice = enclosing(slices, tid_of(ev), to_ns(number(ev, "ts", i)));
+    (ph == "s" ? flows[key].first : flows[key].second) = slice;
+  }
+  for (const auto& [key, ends] : flows)
+    if (ends.first && ends.second) add_edge(*ends.first, *ends.second);
+  return g;
+}
 
-  // Kahn's order; a cycle (only possible in a hand-made trace) is reported, not looped over.
+// The longest path by summed durations over the work slices' edges, in Kahn's order; a cycle
+// (only possible in a hand-made trace) is reported, not looped over.
+void critical_path(const std::vector<Slice>& slices, SliceGraph g, TraceSummary& sum) {
   std::vector<std::size_t> order, ready;
   for (std::size_t i = 0; i < slices.size(); ++i)
-    if (slices[i].work && indegree[i] == 0) ready.push_back(i);
+    if (slices[i].work && g.indegree[i] == 0) ready.push_back(i);
   std::vector<std::int64_t> best(slices.size(), 0);
   std::vector<std::optional<std::size_t>> prev(slices.size());
   while (!ready.empty()) {
@@ -366,12 +369,12 @@ TraceSummary summarize(const std::string& text) {
     order.push_back(u);
     best[u] += slices[u].iv.length();
     // best[v] is the longest path ending at one of v's predecessors until v itself is taken.
-    for (std::size_t v : succ[u]) {
+    for (std::size_t v : g.succ[u]) {
       if (!prev[v] || best[u] > best[v]) {
         best[v] = best[u];
         prev[v] = u;
       }
-      if (--indegree[v] == 0) ready.push_back(v);
+      if (--g.indegree[v] == 0) ready.push_back(v);
     }
   }
   const auto work_count =
@@ -387,6 +390,27 @@ TraceSummary summarize(const std::string& text) {
   }
   std::reverse(sum.critical_path.begin(), sum.critical_path.end());
   sum.critical_path_share = sum.wall_ns > 0 ? double(sum.critical_path_ns) / double(sum.wall_ns) : 0.0;
+}
+
+TraceSummary summarize(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad(std::string("not JSON (") + e.what() + ")");
+  }
+  const json& events = trace_events(doc);
+  TraceSummary sum;
+  if (doc.is_object())
+    if (auto od = doc.find("otherData"); od != doc.end() && od->is_object()) {
+      if (auto d = od->find("device"); d != od->end() && d->is_string()) sum.device = d->get<std::string>();
+      if (auto p = od->find("policy"); p != od->end() && p->is_string()) sum.policy = p->get<std::string>();
+    }
+  std::map<int, std::string> names;
+  std::map<int, int> sort_index;
+  const std::vector<Slice> slices = read_slices(events, names, sort_index);
+  if (!summarize_lanes(slices, names, sort_index, sum)) return sum;
+  critical_path(slices, slice_edges(doc, events, slices, sum), sum);
   return sum;
 }
 

@@ -158,3 +158,29 @@ TEST_CASE("a command after a faulting one on the device, whose own status is fin
     CHECK(d2h_cancelled);
   }
 }
+
+TEST_CASE("a failed clFlush is reported, names the call, and loses the controller instead of hanging") {
+  ::setenv("HETFLOW_DEBUG_FAIL_FLUSH", "1", 1);
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(1024, "x");
+    test::fill(x, 1.0f);
+    std::string message;
+    try {
+      // The first flush comes at a queue's policy's own time: a few rounds reach it.
+      for (int i = 0; i < 4; ++i) {
+        c.move_to(x);
+        c.host_task(
+            "reads x", [] {}, io(x));
+        c.wait(x);
+      }
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CHECK(message.find("clFlush of queue") != std::string::npos);
+    CHECK(message.find("CL_OUT_OF_RESOURCES") != std::string::npos);
+    CHECK_THROWS_AS(c.move_to(x), DeviceLost);
+  }
+  ::unsetenv("HETFLOW_DEBUG_FAIL_FLUSH");
+}

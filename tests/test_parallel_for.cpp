@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 
+#include "process.hpp"
 #include "support.hpp"
 #include "workloads/mandelbrot_loop.hpp"
 
@@ -172,4 +173,18 @@ TEST_CASE("misuse is refused with what is wrong") {
   });
   c.wait_all();
   CHECK(refused.load());
+}
+
+TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  for (const char* w : {"mandelbrot --size 96", "nbody --size 512", "spmv --size 10", "barneshut --size 3000"}) {
+    CAPTURE(w);
+    const auto r = test::run_command(cli + " run " + w + " --calls 2 --scheduler hguided --cpu-workers 1 --verify");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("verify against the sequential reference") != std::string::npos);
+    CHECK(r.output.find("0 beyond tolerance") != std::string::npos);
+  }
+  const auto bad = test::run_command(cli + " run barneshut --scheduler fastest");
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("unknown scheduler") != std::string::npos);
 }

@@ -868,7 +868,7 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
   c.wait_all();
   for (std::size_t t = 0; t < T.size(); ++t) check_tile(int(t), "at the end (after move_from of every tile)");
   c.wait_all();  // everything is done and reported: the tracker must be empty again
-  if (const auto n = c.engine().tracked_accesses(); n != 0)
+  if (const auto n = hetflow::detail::engine_of(c).tracked_accesses(); n != 0)
     errors += "  the tracker still holds " + std::to_string(n) + " access(es) after two wait_all\n";
   return errors;
 }

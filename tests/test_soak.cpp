@@ -129,7 +129,7 @@ void soak(Policy policy, unsigned kernel_queues) {
   auto wait_all = [&] {
     c.wait_all();
     ++waits;
-    max_tracked = std::max(max_tracked, c.engine().tracked_accesses());
+    max_tracked = std::max(max_tracked, hetflow::detail::engine_of(c).tracked_accesses());
     for (std::size_t t = 0; t < ntiles; ++t) check_tile(t);
   };
 
@@ -212,7 +212,7 @@ void soak(Policy policy, unsigned kernel_queues) {
   CHECK(max_tracked < 100);
   // Everything is done now: a second wait_all prunes the rest.
   c.wait_all();
-  CHECK(c.engine().tracked_accesses() < 100);
+  CHECK(hetflow::detail::engine_of(c).tracked_accesses() < 100);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // (include/hetflow/controller.hpp), kept by tests. Run under ThreadSanitizer and AddressSanitizer
 // as well as plainly (.ci/run).
 #include <atomic>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 
 #include "engine.hpp"
@@ -36,6 +38,36 @@ TEST_CASE("free(t): requests submitted before it still use the tile; nothing aft
     // A host task that reaches a released tile through a captured handle it did not declare.
     c.host_task("late reader", [t] { (void)t.data(); });
     CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("tile 't' used after free"), RequestFailed);
+  }
+}
+
+TEST_CASE("host_task takes move-only callables, and what they own is neither copied nor leaked") {
+  // Counts the owned objects alive.
+  static std::atomic<int> owned{0};
+  struct Owned {
+    int value;
+    explicit Owned(int v) : value(v) { owned.fetch_add(1); }
+    ~Owned() { owned.fetch_sub(1); }
+  };
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    {
+      Controller c(test::options(p));
+      auto x = c.tile<int>(4, "x");
+      c.host_task(
+          "unique_ptr", [o = std::make_unique<Owned>(7), x] { x[0] = o->value; }, out(x));
+      c.wait(x);
+      CHECK(x[0] == 7);
+      CHECK(owned.load() == 0);  // a host task's state is dropped once it has run
+      // Cancelled behind a failure: never run, destroyed with its request.
+      c.host_task(
+          "fails", [] { throw std::runtime_error("planned"); }, out(x));
+      c.host_task(
+          "cancelled", [o = std::make_unique<Owned>(8), x] { x[1] = o->value; }, io(x));
+      CHECK_THROWS_AS(c.wait(x), RequestFailed);
+      c.wait_all();
+    }
+    CHECK(owned.load() == 0);
   }
 }
 
@@ -93,7 +125,7 @@ TEST_CASE("failed requests and their cancelled dependants are freed: 10,000 of t
   c.wait_all();
   // Every request has ended and been reported; the tracker keeps nothing of them, and none of the
   // 10,000 is still alive (a few may be on their way out of the graph's last tasks).
-  CHECK(c.engine().tracked_accesses() == 0);
+  CHECK(detail::engine_of(c).tracked_accesses() == 0);
   long alive = 0;
   for (int i = 0; i < 200 && (alive = detail::Request::live.load() - before) > 8; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "native/native_workloads.hpp"
+#include "process.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
 #include "workloads/pipelines.hpp"
@@ -161,29 +162,22 @@ TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
 
 TEST_CASE("hetflow run: the default job prints its table, and bad options are clear errors") {
   const std::string cli = HETFLOW_CLI_PATH;
-  FILE* pipe = ::popen((cli + " run sobel --size 160x90 --frames 3 --verify 2>&1").c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  CHECK(::pclose(pipe) == 0);
+  auto r = test::run_command(cli + " run sobel --size 160x90 --frames 3 --verify");
+  CHECK(r.status == 0);
+  std::string out = r.output;
   CHECK(out.find("async gain") != std::string::npos);
   CHECK(out.find("bit-identical: yes") != std::string::npos);
   CHECK(out.find("verify: max relative error") != std::string::npos);
-  pipe = ::popen((cli + " run sobel --size 12q 2>&1").c_str(), "r");
-  out.clear();
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  CHECK(::pclose(pipe) != 0);
+  r = test::run_command(cli + " run sobel --size 12q");
+  CHECK(r.status != 0);
+  out = r.output;
   CHECK(out.find("--size '12q'") != std::string::npos);
-  pipe = ::popen((cli + " run sobel --size 64x32 --frames 5 --slots 3 --host-threads 1 --verify 2>&1").c_str(), "r");
-  out.clear();
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  CHECK(::pclose(pipe) == 0);
-  CHECK(out.find("bit-identical: yes") != std::string::npos);
-  CHECK(out.find("3 slots") != std::string::npos);
-  pipe = ::popen((cli + " run sobel --slots 0 2>&1").c_str(), "r");
-  out.clear();
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  CHECK(::pclose(pipe) != 0);
+  r = test::run_command(cli + " run sobel --size 64x32 --frames 5 --slots 3 --host-threads 1 --verify");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("bit-identical: yes") != std::string::npos);
+  CHECK(r.output.find("3 slots") != std::string::npos);
+  r = test::run_command(cli + " run sobel --slots 0");
+  CHECK(r.status != 0);
+  out = r.output;
   CHECK(out.find("--slots") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <hetflow/access.hpp>
+#include <hetflow/detail/unique_function.hpp>
 #include <hetflow/device.hpp>
 #include <hetflow/outcome.hpp>
 #include <hetflow/program.hpp>
@@ -42,7 +43,8 @@ struct ControllerOptions {
 
 namespace detail {
 class Engine;
-}
+struct ControllerAccess;  // the library's and its tests' way to the engine (src/engine.hpp)
+}  // namespace detail
 namespace flow::detail {
 class NodeCore;
 }
@@ -64,17 +66,20 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
+  // Fixed at construction: safe from any thread.
   const DeviceInfo& device() const;
   const std::string& device_reason() const;
   Policy policy() const;
   unsigned kernel_queues() const;
   const cl::Context& context() const;
-  ProgramCache& programs();
+  ProgramCache& programs();  // thread-safe itself (see ProgramCache)
+
+  // Thread-safe: builds go through the program cache's lock.
 
   Kernel kernel(const std::string& file, const std::string& name, const std::string& build_options = {});
   Kernel kernel_from_source(const std::string& source, const std::string& name, const std::string& build_options = {});
 
-  // A tile with a pinned host image and a device image, both uninitialised: write the host image
+  // Thread-safe. A tile with a pinned host image and a device image, both uninitialised: write the host image
   // (or a host task's out()) and move_to, or fill the device image with a kernel, before reading.
   // Throws UsageError for a zero extent, a byte size that overflows or exceeds the device's largest
   // allocation, and OpenCLError if the driver cannot allocate it.
@@ -88,6 +93,8 @@ class Controller {
     return Tile<T>(make_tile(extent, sizeof(T), detail::cl_type_name<T>(), std::move(name), true));
   }
 
+  // Every request (move_to, move_from, launch, host_task, on_ready, free) is thread-safe: the submit
+  // lock orders them, and that order is their program order.
   // Host image → device image (of the whole tile or a region).
   template <class X>
   void move_to(const X& t) {
@@ -110,7 +117,7 @@ class Controller {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});
   }
 
-  // Runs fn() on a TBB worker once the host images it declares are ready; fn may read the in()
+  // Runs fn() on a TBB worker once the host images it declares are ready (fn may be move-only); fn may read the in()
   // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
   // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
   // async policy (they are ordered after everything submitted before them); a call that would block
@@ -119,7 +126,8 @@ class Controller {
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
-    submit_host(std::move(name), std::function<void()>(std::forward<F>(fn)), {Access(std::forward<Roles>(roles))...});
+    submit_host(std::move(name), detail::UniqueFunction<void()>(std::forward<F>(fn)),
+                {Access(std::forward<Roles>(roles))...});
   }
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
@@ -149,7 +157,8 @@ class Controller {
     on_ready(std::string("on_ready"), std::forward<F>(fn), std::forward<Roles>(roles)...);
   }
 
-  // Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
+  // Thread-safe, any number of threads at once; never from inside a host task or hook of this
+  // controller (UsageError). Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
   // used again as if the failed request had never been submitted.
@@ -171,13 +180,12 @@ class Controller {
     free_tile(t.shared_state());
   }
 
-  // What was recorded for dumps (requires recording, see ControllerOptions::record).
+  // Thread-safe; a snapshot of what was recorded for dumps (requires recording, see
+  // ControllerOptions::record).
   bool recording() const;
   std::vector<RequestRecord> records() const;
-  // The flow graph that runs the requests, as Graphviz DOT.
+  // The flow graph that runs the requests, as Graphviz DOT. Thread-safe (fixed at construction).
   std::string topology_dot() const;
-
-  detail::Engine& engine() { return *engine_; }
 
  private:
   static ControllerOptions options_with(Policy p) {
@@ -189,10 +197,11 @@ class Controller {
                                                std::string name, bool device_only);
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
-  void submit_host(std::string name, std::function<void()> fn, std::vector<Access> accesses);
+  void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
   void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
+  friend struct detail::ControllerAccess;
   void wait_tile(const std::shared_ptr<detail::TileState>& tile);
   void free_tile(const std::shared_ptr<detail::TileState>& tile);
 

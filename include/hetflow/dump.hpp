@@ -78,6 +78,10 @@ void write_dump_json(const Controller& c, const std::string& path);
 void write_dump_dot(const Controller& c, const std::string& path, const DotOptions& options = {});
 void write_trace(const Controller& c, const std::string& path);
 
+// The file beside a dump: a .json extension is replaced by `suffix` (run.json → run.dot), any
+// other name gets it appended (run → run.dot). HETFLOW_DUMP and `hetflow run --dump` both follow it.
+std::string dump_companion(const std::string& dump_path, const char* suffix);
+
 // What the controller's destructor calls: HETFLOW_DUMP=path writes the JSON dump at path, its DOT
 // (path with .json replaced by .dot) and the controller's flow-graph topology (.topology.dot);
 // HETFLOW_TRACE=path writes the Chrome trace. The second and later controllers of a process insert

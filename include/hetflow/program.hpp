@@ -46,7 +46,8 @@ class Kernel {
   std::shared_ptr<State> state_;
 };
 
-// A program built for one device with one set of options.
+// A program built for one device with one set of options. Thread-safe: kernel() creates each kernel once,
+// under a lock.
 class Program {
  public:
   Program(cl::Program program, cl::Context context, std::string label, std::string options);
@@ -67,6 +68,8 @@ class Program {
 };
 
 // Builds .cl programs once per (source, options) for one device of one context.
+// Thread-safe: every method may be called from any thread (one lock guards the cache; two threads
+// asking for the same program may both build it, and one build is kept).
 // Files are looked up, in order, as given (absolute or relative to the working directory), then in
 // each directory of HETFLOW_KERNEL_PATH (':'-separated), the source tree's kernels_cl/, and the
 // installed share/hetflow/kernels_cl/ next to the library.

@@ -68,6 +68,10 @@ struct TileState {
   std::atomic<std::uint8_t> latest{1};
 
   std::size_t bytes() const { return extent.count() * elem_size; }
+  // Enqueues the unmapping of the host image (not waited for: OpenCL keeps the buffer alive until
+  // its commands end) and forgets it; returns clEnqueueUnmapMemObject's result (CL_SUCCESS when
+  // there was nothing to unmap). src/request.cpp.
+  cl_int unmap_host_image();
   ~TileState();
 };
 
@@ -78,6 +82,9 @@ class TileRegion;
 
 // A typed dense array of 1 to 3 dimensions with a pinned host image and a device image (or only a
 // device image). Made by Controller::tile / Controller::device_tile. Copies share the same tile.
+// Thread safety: a handle may be copied and its metadata (name, extent, size) read from any thread.
+// The host image (data, host, [], at) has no lock: use it where the controller's ordering says it
+// is yours — after wait(t), or inside a host task or hook that declared the access.
 template <class T>
 class Tile {
   static_assert(std::is_trivially_copyable_v<T>, "tile elements must be trivially copyable");

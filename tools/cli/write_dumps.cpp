@@ -1,7 +1,6 @@
 #include <hetflow/dump.hpp>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "commands.hpp"
 
@@ -10,7 +9,7 @@ namespace hetflow::cli {
 void write_requested_dumps(const hetflow::Controller& c, const std::string& dump, const std::string& trace) {
   if (!dump.empty()) {
     write_dump_json(c, dump);
-    const std::string dot = std::filesystem::path(dump).replace_extension(".dot").string();
+    const std::string dot = dump_companion(dump, ".dot");
     write_dump_dot(c, dot);
     std::printf("task graph: %s (Graphviz: %s)\n", dump.c_str(), dot.c_str());
   }

@@ -45,24 +45,30 @@ int count_y4m_frames(const std::string& path) {
   return n;
 }
 
-RunResult sobel(Controller& c, const SobelRun& run) {
-  int width = run.width, height = run.height, frames = run.frames;
-  std::shared_ptr<Y4mReader> reader;
+SobelFrames open_sobel_frames(const SobelRun& run) {
+  SobelFrames f{run.width, run.height, run.frames, nullptr, nullptr};
   if (!run.input.empty()) {
     const int available = count_y4m_frames(run.input);
-    reader = std::make_shared<Y4mReader>(run.input);
-    width = reader->width();
-    height = reader->height();
-    frames = frames > 0 ? std::min(frames, available) : available;
+    f.reader = std::make_shared<Y4mReader>(run.input);
+    f.width = f.reader->width();
+    f.height = f.reader->height();
+    f.frames = f.frames > 0 ? std::min(f.frames, available) : available;
   }
-  if (width <= 0 || height <= 0 || frames <= 0)
-    throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(width) + "x" +
-                     std::to_string(height) + ", " + std::to_string(frames) + " frames)");
+  if (f.width <= 0 || f.height <= 0 || f.frames <= 0)
+    throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(f.width) + "x" +
+                     std::to_string(f.height) + ", " + std::to_string(f.frames) + " frames)");
+  if (!run.output.empty()) f.writer = std::make_shared<Y4mWriter>(run.output, f.width, f.height);
+  return f;
+}
+
+RunResult sobel(Controller& c, const SobelRun& run) {
+  SobelFrames opened = open_sobel_frames(run);
+  const int width = opened.width, height = opened.height, frames = opened.frames;
+  std::shared_ptr<Y4mReader> reader = std::move(opened.reader);
+  std::shared_ptr<Y4mWriter> writer = std::move(opened.writer);
   if (run.slots < 0) throw UsageError("sobel: --slots must be positive, got " + std::to_string(run.slots));
   const int slots = run.slots > 0 ? run.slots : kDefaultSobelSlots;
   const auto arena = host_arena(c.device().device, run.host_threads);
-  std::shared_ptr<Y4mWriter> writer;
-  if (!run.output.empty()) writer = std::make_shared<Y4mWriter>(run.output, width, height);
 
   const Extent extent{std::size_t(width), std::size_t(height)};
   const std::size_t count = extent.count();

@@ -4,6 +4,7 @@
 #pragma once
 #include <hetflow/controller.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,17 @@ RunResult matpow(Controller& c, int n, int products);
 
 // Frames in a .y4m file (reads it through once).
 int count_y4m_frames(const std::string& path);
+
+class Y4mReader;
+class Y4mWriter;
+// What a Sobel run reads and writes, for sobel() and sobel_flow_graph(): a .y4m input's size and
+// frame count (at most run.frames), else run's own; the writer when run.output is set. Throws
+// UsageError for a size or count that is not positive.
+struct SobelFrames {
+  int width, height, frames;
+  std::shared_ptr<Y4mReader> reader;
+  std::shared_ptr<Y4mWriter> writer;
+};
+SobelFrames open_sobel_frames(const SobelRun& run);
 
 }  // namespace hetflow::workloads

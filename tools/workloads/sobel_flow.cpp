@@ -25,20 +25,10 @@ struct Frame : hf::Message {
 
 RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   if (slots < 1) throw UsageError("sobel_flow_graph: slots must be at least 1, got " + std::to_string(slots));
-  int width = run.width, height = run.height, frames = run.frames;
-  std::shared_ptr<Y4mReader> reader;
-  if (!run.input.empty()) {
-    const int available = count_y4m_frames(run.input);
-    reader = std::make_shared<Y4mReader>(run.input);
-    width = reader->width();
-    height = reader->height();
-    frames = frames > 0 ? std::min(frames, available) : available;
-  }
-  if (width <= 0 || height <= 0 || frames <= 0)
-    throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(width) + "x" +
-                     std::to_string(height) + ", " + std::to_string(frames) + " frames)");
-  std::shared_ptr<Y4mWriter> writer;
-  if (!run.output.empty()) writer = std::make_shared<Y4mWriter>(run.output, width, height);
+  SobelFrames opened = open_sobel_frames(run);
+  const int width = opened.width, height = opened.height, frames = opened.frames;
+  std::shared_ptr<Y4mReader> reader = std::move(opened.reader);
+  std::shared_ptr<Y4mWriter> writer = std::move(opened.writer);
 
   const Extent extent{std::size_t(width), std::size_t(height)};
   const std::size_t count = extent.count();

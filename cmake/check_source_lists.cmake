@@ -1,0 +1,25 @@
+# Run by the source_lists test: fails when a .cpp of the tree is named in no CMakeLists.txt list.
+# ROOT: the source tree; LISTED: one absolute path a line, as the CMakeLists.txt files recorded
+# them; CHECK_PERF: whether perf/ was configured (its benchmarks are listed only then).
+cmake_minimum_required(VERSION 3.20)
+file(STRINGS ${LISTED} listed)
+set(patterns src/*.cpp graph_nodes/*.cpp tools/cli/*.cpp tools/workloads/*.cpp tests/*.cpp
+             tests/programs/*.cpp perf/native/*.cpp perf/peers/*.cpp)
+if(CHECK_PERF)
+  list(APPEND patterns perf/*.cpp)
+endif()
+set(missing "")
+foreach(pattern ${patterns})
+  file(GLOB found ${ROOT}/${pattern})
+  foreach(file ${found})
+    if(NOT file IN_LIST listed)
+      file(RELATIVE_PATH rel ${ROOT} ${file})
+      list(APPEND missing ${rel})
+    endif()
+  endforeach()
+endforeach()
+if(missing)
+  list(JOIN missing "\n  " missing)
+  message(FATAL_ERROR "not in any CMakeLists.txt source list (so not built):\n  ${missing}")
+endif()
+message(STATUS "every source file is listed")
