@@ -3,7 +3,7 @@
 # them; CHECK_PERF: whether perf/ was configured (its benchmarks are listed only then).
 cmake_minimum_required(VERSION 3.20)
 file(STRINGS ${LISTED} listed)
-set(patterns src/*.cpp graph_nodes/*.cpp tools/cli/*.cpp tools/workloads/*.cpp tests/*.cpp
+set(patterns src/*.cpp graph_nodes/*.cpp tools/cli/*.cpp tools/workloads/*.cpp tools/analysis/*.cpp tests/*.cpp
              tests/programs/*.cpp perf/native/*.cpp perf/peers/*.cpp)
 if(CHECK_PERF)
   list(APPEND patterns perf/*.cpp)

@@ -42,9 +42,6 @@ void write_text_file(const std::string& path, const std::string& text, const cha
 
 namespace {
 
-constexpr const char* dump_format = "hetflow-dump";
-constexpr int dump_version = 1;
-
 // Output keeps the schema's field order (docs/dump-schema.md); input accepts any order.
 using ojson = nlohmann::ordered_json;
 
@@ -77,57 +74,6 @@ ojson edge_json(const EdgeRecord& e) {
                {"image", e.image},    {"region", region_json(e.region, e.dims)},
                {"dims", e.dims},      {"from_slot", e.from_slot},
                {"to_slot", e.to_slot}};
-}
-
-// ---- reading back: every problem says where it is and what was expected --------------------
-
-[[noreturn]] void bad(const std::string& what) { throw Error("not a valid hetflow dump: " + what); }
-
-const json& field(const json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end()) bad(where + " has no \"" + key + "\" field");
-  return *it;
-}
-
-std::string string_field(const json& obj, const char* key, const std::string& where, bool required = true) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (required) bad(where + " has no \"" + key + "\" field");
-    return {};
-  }
-  if (!it->is_string()) bad(where + ": \"" + key + "\" must be a string, not " + it->dump());
-  return it->get<std::string>();
-}
-
-std::int64_t int_field(const json& obj, const char* key, const std::string& where) {
-  const json& v = field(obj, key, where);
-  if (!v.is_number_integer()) bad(where + ": \"" + key + "\" must be an integer, not " + v.dump());
-  return v.get<std::int64_t>();
-}
-
-std::uint64_t id_field(const json& obj, const char* key, const std::string& where) {
-  const json& v = field(obj, key, where);
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-    bad(where + ": \"" + key + "\" must be a non-negative integer, not " + v.dump());
-  return v.get<std::uint64_t>();
-}
-
-Box region_from(const json& r, const std::string& where, int& dims) {
-  if (!r.is_object()) bad(where + ": \"region\" must be an object with \"offset\" and \"size\"");
-  const json& off = field(r, "offset", where + ".region");
-  const json& size = field(r, "size", where + ".region");
-  if (!off.is_array() || !size.is_array() || off.size() != size.size() || off.empty() || off.size() > 3)
-    bad(where + ".region: \"offset\" and \"size\" must be arrays of 1 to 3 integers of the same length");
-  Box b;
-  b.size = {1, 1, 1};
-  for (std::size_t d = 0; d < off.size(); ++d) {
-    if (!off[d].is_number_unsigned() || !size[d].is_number_unsigned())
-      bad(where + ".region: offsets and sizes must be non-negative integers");
-    b.offset[d] = off[d].get<std::size_t>();
-    b.size[d] = size[d].get<std::size_t>();
-  }
-  dims = int(off.size());
-  return b;
 }
 
 // ---- DOT ----------------------------------------------------------------------------------
@@ -188,133 +134,14 @@ std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& 
     for (const auto& e : r.in_edges) edges.push_back(edge_json(e));
   }
   std::string out = "{\n";
-  out += line("format", dump_format);
-  out += line("version", dump_version);
+  out += line("format", dump_format_name);
+  out += line("version", dump_format_version);
   out += line("device", info.device);
   out += line("policy", info.policy);
   if (!info.options.empty()) out += line("options", ojson(info.options));
   out += list("nodes", nodes, false);
   out += list("edges", edges, true);
   return out + "}\n";
-}
-
-namespace {
-
-// The dump's JSON object, its format and version checked. A trace written by to_trace_json carries
-// its dump: `hetflow dump trace.json` works too.
-json dump_document(const std::string& text) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    bad(std::string("not JSON (") + e.what() + ")");
-  }
-  if (!doc.is_object()) bad("the top level is not a JSON object");
-  if (!doc.contains("format") && doc.contains("traceEvents") && doc.contains("hetflow") && doc["hetflow"].is_object())
-    doc = json(doc["hetflow"]);
-  if (!doc.contains("format")) bad("no \"format\" field (expected \"" + std::string(dump_format) + "\")");
-  const std::string format = string_field(doc, "format", "the top level");
-  if (format != dump_format) bad("\"format\" is \"" + format + "\", expected \"" + dump_format + "\"");
-  const json& version = field(doc, "version", "the top level");
-  if (!version.is_number_integer() || version.get<int>() != dump_version)
-    bad("\"version\" is " + version.dump() + "; this hetflow reads version " + std::to_string(dump_version));
-  return doc;
-}
-
-GraphInfo graph_info_from(const json& doc) {
-  GraphInfo info;
-  info.device = string_field(doc, "device", "the top level", false);
-  info.policy = string_field(doc, "policy", "the top level", false);
-  if (auto it = doc.find("options"); it != doc.end()) {
-    if (!it->is_object()) bad("\"options\" must be an object");
-    for (const auto& [k, v] : it->items()) info.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  }
-  return info;
-}
-
-RequestRecord node_from(const json& n, const std::string& where) {
-  if (!n.is_object()) bad(where + " is not an object");
-  RequestRecord r;
-  r.id = id_field(n, "id", where);
-  r.kind = string_field(n, "kind", where);
-  r.name = string_field(n, "name", where);
-  r.lane = string_field(n, "lane", where);
-  r.status = string_field(n, "status", where);
-  r.error = string_field(n, "error", where, false);
-  r.submit_ns = int_field(n, "submit_ns", where);
-  r.start_ns = int_field(n, "start_ns", where);
-  r.end_ns = int_field(n, "end_ns", where);
-  if (n.contains("enqueue_ns")) r.enqueue_ns = int_field(n, "enqueue_ns", where);  // absent before 2026-11-23
-  return r;
-}
-
-EdgeRecord edge_from(const json& j, const std::string& where) {
-  if (!j.is_object()) bad(where + " is not an object");
-  EdgeRecord e;
-  e.from = id_field(j, "from", where);
-  e.to = id_field(j, "to", where);
-  e.hazard = string_field(j, "hazard", where);
-  e.tile = string_field(j, "tile", where);
-  e.image = string_field(j, "image", where);
-  e.from_slot = string_field(j, "from_slot", where);
-  e.to_slot = string_field(j, "to_slot", where);
-  int dims = 1;
-  e.region = region_from(field(j, "region", where), where, dims);
-  e.dims = dims;
-  if (auto it = j.find("dims"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 3)
-      bad(where + ": \"dims\" must be 1, 2 or 3");
-    e.dims = it->get<int>();
-  }
-  return e;
-}
-
-std::pair<std::vector<RequestRecord>, GraphInfo> parse_dump(const std::string& text) {
-  const json doc = dump_document(text);
-  GraphInfo info = graph_info_from(doc);
-  const json& nodes = field(doc, "nodes", "the top level");
-  const json& edges = field(doc, "edges", "the top level");
-  if (!nodes.is_array()) bad("\"nodes\" must be an array");
-  if (!edges.is_array()) bad("\"edges\" must be an array");
-
-  std::vector<RequestRecord> records;
-  records.reserve(nodes.size());
-  std::unordered_map<std::uint64_t, std::size_t> index;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string where = "nodes[" + std::to_string(i) + "]";
-    RequestRecord r = node_from(nodes[i], where);
-    if (!index.emplace(r.id, records.size()).second) bad(where + ": id " + std::to_string(r.id) + " appears twice");
-    records.push_back(std::move(r));
-  }
-  for (std::size_t i = 0; i < edges.size(); ++i) {
-    const std::string where = "edges[" + std::to_string(i) + "]";
-    EdgeRecord e = edge_from(edges[i], where);
-    if (!index.count(e.from))
-      bad(where + ": \"from\" names node " + std::to_string(e.from) + ", which is not in \"nodes\"");
-    auto to = index.find(e.to);
-    if (to == index.end()) bad(where + ": \"to\" names node " + std::to_string(e.to) + ", which is not in \"nodes\"");
-    records[to->second].in_edges.push_back(std::move(e));
-  }
-  return {std::move(records), std::move(info)};
-}
-
-}  // namespace
-
-std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& text) {
-  try {
-    return parse_dump(text);
-  } catch (const json::exception& e) {
-    bad(std::string("unexpected content (") + e.what() + ")");
-  }
-}
-
-std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path) {
-  const std::string text = detail::read_text_file(path, "dump");
-  try {
-    return from_json(text);
-  } catch (const Error& e) {
-    throw Error("dump '" + path + "': " + e.what());
-  }
 }
 
 std::vector<std::pair<std::uint64_t, std::uint64_t>> redundant_edges(const std::vector<RequestRecord>& records) {

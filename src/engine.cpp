@@ -466,8 +466,11 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // Listed before `finished` can be seen: a wait dispatched from now on counts r as ended and
     // takes its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
+    // Still under r.m: a wait that finds r finished here may take and report its failure at once,
+    // and the dispatcher must then see r as ended (is_done) for the next request, or that request
+    // is cancelled by a failure already reported (test_random_programs, under load).
+    r.done_flag.store(true, std::memory_order_release);
   }
-  r.done_flag.store(true, std::memory_order_release);
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   if (s == Status::done) {

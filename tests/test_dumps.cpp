@@ -12,6 +12,8 @@
 #include <hetflow/trace.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/dump_reader.hpp"
+#include "analysis/trace_summary.hpp"
 #include "process.hpp"
 #include "support.hpp"
 

@@ -24,15 +24,13 @@ struct GraphInfo {
 // The GraphInfo of a controller: its device, policy and queue set-up.
 GraphInfo graph_info(const Controller& c);
 
-// JSON dump, format "hetflow-dump" version 1 (docs/dump-schema.md).
+// JSON dump, format dump_format_name, version dump_format_version (docs/dump-schema.md).
 std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& info);
 
-// Reads a JSON dump back. Throws Error saying what is wrong (not JSON, wrong "format", a missing or
-// mistyped field, an edge naming an unknown node). Edges are attached to their target's in_edges.
-std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& json);
-
-// from_json on the contents of a file; errors name the file.
-std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path);
+// What a dump's "format" and "version" say (docs/dump-schema.md). Reading one back is the tools'
+// (tools/analysis/dump_reader.hpp).
+inline constexpr const char* dump_format_name = "hetflow-dump";
+inline constexpr int dump_format_version = 1;
 
 struct DotOptions {
   // Hide an edge A→C when C is also reached from A through other edges (a transitive reduction

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/dump_reader.hpp"
 #include "dump_report_commands.hpp"
 
 extern char** environ;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "analysis/trace_summary.hpp"
 #include "dump_report_commands.hpp"
 
 namespace hetflow::cli {
