@@ -103,7 +103,7 @@ void NodeCore::submit_next_in_order() {
 }
 
 void NodeCore::take_failures(Message& m, const Outcome& o) {
-  auto& engine = *c_.engine_;  // a friend of Controller
+  auto& engine = hetflow::detail::engine_of(c_);
   for (const auto& t : m.touched_tiles)
     for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
   if (!m.error.empty()) return;
