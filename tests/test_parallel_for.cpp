@@ -33,10 +33,10 @@ struct CountingLoop {
       for (std::size_t i = ch.begin; i < ch.end; ++i) cpu_hits[i].fetch_add(1);
     };
     b.device = [this](Controller& ctl, Chunk ch) {
-      ctl.launch(mark, Range(ch.size()).offset(ch.begin), io(device_hits.region(span(ch))), cl_ulong(ch.end));
+      ctl.launch(mark, Range(ch.size()).offset(ch.begin), io(device_hits.region(span_of(ch))), cl_ulong(ch.end));
     };
     b.reads = {in(device_hits)};
-    b.writes = [this](Chunk ch) { return std::vector<Access>{io(device_hits.region(span(ch)))}; };
+    b.writes = [this](Chunk ch) { return std::vector<Access>{io(device_hits.region(span_of(ch)))}; };
     return b;
   }
   // Every iteration of [0, n) once, on one side.

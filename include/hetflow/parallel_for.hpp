@@ -14,9 +14,10 @@
 //   hetflow::LoopBody body;
 //   body.cpu = [&](hetflow::Chunk c) { for (auto i = c.begin; i < c.end; ++i) y[i] = f(x[i]); };
 //   body.device = [&](hetflow::Controller& ctl, hetflow::Chunk c) {
-//     ctl.launch(k, hetflow::Range(c.size()).offset(c.begin), in(x), out(y.region(hetflow::span(c))), int(c.end)); };
+//     ctl.launch(k, hetflow::Range(c.size()).offset(c.begin), in(x), out(y.region(hetflow::span_of(c))), int(c.end));
+//     };
 //   body.reads = {in(x)};
-//   body.writes = [&](hetflow::Chunk c) { return std::vector{out(y.region(hetflow::span(c)))}; };
+//   body.writes = [&](hetflow::Chunk c) { return std::vector{out(y.region(hetflow::span_of(c)))}; };
 //   hetflow::HeteroLoop loop(ctl, body, {.scheduler = "logfit"});
 //   for (int step = 0; step < steps; ++step) loop(n);   // LogFit's model carries over the steps
 #include <cstddef>
@@ -37,7 +38,7 @@ struct Chunk {
 };
 
 // The box of elements [c.begin, c.end) of a 1-D tile, and of rows [c.begin, c.end) of a 2-D one.
-inline Box span(Chunk c) { return Box{{c.begin, 0, 0}, {c.size(), 1, 1}}; }
+inline Box span_of(Chunk c) { return Box{{c.begin, 0, 0}, {c.size(), 1, 1}}; }
 template <class T>
 Box rows_of(const Tile<T>& t, Chunk c) {
   return Box{{0, c.begin, 0}, {t.extent().x, c.size(), 1}};
