@@ -11,8 +11,11 @@ enum Where : std::uint8_t { host = 1, device = 2, both = 3 };
 
 // Deciding a tile's transfer and submitting it must be one step: two nodes that both saw the tile on
 // the host would otherwise both move it, or one would launch before the other's move was submitted.
-std::mutex& residency_mutex() {
-  static std::mutex m;
+// Recursive: under the sync policy a transfer blocks, and the blocked thread runs other graph tasks
+// meanwhile (a TBB wait does), among them other nodes' bodies, which take this lock again (a
+// self-deadlock seen in the flow-graph Sobel under sync with AddressSanitizer's timing).
+std::recursive_mutex& residency_mutex() {
+  static std::recursive_mutex m;
   return m;
 }
 
@@ -40,8 +43,8 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
     // A partial write keeps the rest of the tile, so the device image must hold it first.
     const bool needs_device_image = a.reads() || !whole(a);
     if (options_.implicit_transfers && needs_device_image && !a.tile->device_only && a.tile->latest.load() == host) {
+      a.tile->latest.store(both);  // first: a node run while this transfer blocks (sync) must not move it again
       c_.submit_transfer(true, whole_tile(a, Role::in));
-      a.tile->latest.store(both);
     }
   }
   c_.submit_launch(k, l.range, std::move(l.args));
@@ -60,8 +63,8 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
     note_tile(m, a);
     const bool needs_host_image = a.reads() || !whole(a);
     if (options_.implicit_transfers && needs_host_image && !a.tile->device_only && a.tile->latest.load() == device) {
+      a.tile->latest.store(both);  // first, as above
       c_.submit_transfer(false, whole_tile(a, Role::in));
-      a.tile->latest.store(both);
     }
   }
   for (const auto& a : roles)
