@@ -121,62 +121,80 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   bool order_busy_ = false;
 };
 
+// What every node here is: a composite_node around an async_node whose body submits requests and
+// whose messages go on from completion hooks (the body owns the node's NodeCore).
+template <class Msg>
+class async_node_base : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>> {
+  using composite = tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>>;
+
+ public:
+  using async = tbb::flow::async_node<Msg, Msg>;
+  // Puts a message in from outside the graph, as a oneTBB node's try_put.
+  bool try_put(const Msg& m) { return node_.try_put(m); }
+
+ protected:
+  template <class Body>
+  async_node_base(tbb::flow::graph& g, std::size_t concurrency, Body body)
+      : composite(g), node_(g, concurrency, std::move(body)) {
+    // The async_node's own sender interface refuses successors: its port 0 is what edges attach to.
+    composite::set_external_ports(typename composite::input_ports_type(node_),
+                                  typename composite::output_ports_type(tbb::flow::output_port<0>(node_)));
+  }
+
+ private:
+  async node_;
+};
+
 }  // namespace detail
 
 // Runs a kernel per message: fn(const Msg&) -> Launch.
 template <class Msg>
-class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>> {
-  using base = tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>>;
-  using async = tbb::flow::async_node<Msg, Msg>;
+class kernel_node : public detail::async_node_base<Msg> {
+  using base = detail::async_node_base<Msg>;
+  using async = typename base::async;
 
  public:
   template <class Fn>
   kernel_node(tbb::flow::graph& g, Controller& c, Kernel k, Fn fn, NodeOptions o = {})
-      : base(g),
-        core_(std::make_shared<detail::NodeCore>(c, o.name.empty() ? k.name() : o.name, o)),
-        node_(g, tbb::flow::unlimited,
-              [core = core_, k, fn = std::move(fn)](const Msg& in, typename async::gateway_type& gw) {
-                Msg m = in;
-                if (m.failed()) {
-                  gw.try_put(m);
-                  return;
-                }
-                std::vector<Access> written;
-                try {
-                  written = core->launch(k, fn(m), m);
-                } catch (...) {  // refused at submission (arguments, limits): nothing was launched
-                  detail::NodeCore::note_exception(m, core->name(), std::current_exception());
-                  gw.try_put(m);
-                  return;
-                }
-                if (written.empty()) {  // writes nothing: nothing to wait for either
-                  gw.try_put(m);
-                  return;
-                }
-                gw.reserve_wait();
-                auto* gate = &gw;
-                if (core->options().emit == Emit::when_submitted) {
-                  gw.try_put(m);
-                  core->hook([gate](const Outcome&) { gate->release_wait(); }, std::move(written), ": ended");
-                } else {
-                  core->hook(
-                      [core, gate, m](const Outcome& outcome) mutable {
-                        if (!outcome.ok()) core->take_failures(m, outcome);
-                        gate->try_put(m);
-                        gate->release_wait();
-                      },
-                      std::move(written), ": ended");
-                }
-              }) {
-    base::set_external_ports(typename base::input_ports_type(node_),
-                             typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
+      : kernel_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? k.name() : o.name, o), k, std::move(fn)) {
   }
-  // Puts a message in from outside the graph, as a oneTBB node's try_put.
-  bool try_put(const Msg& m) { return node_.try_put(m); }
 
  private:
-  std::shared_ptr<detail::NodeCore> core_;
-  async node_;
+  template <class Fn>
+  kernel_node(tbb::flow::graph& g, std::shared_ptr<detail::NodeCore> core, Kernel k, Fn fn)
+      : base(g, tbb::flow::unlimited, [core, k, fn = std::move(fn)](const Msg& in, typename async::gateway_type& gw) {
+          Msg m = in;
+          if (m.failed()) {
+            gw.try_put(m);
+            return;
+          }
+          std::vector<Access> written;
+          try {
+            written = core->launch(k, fn(m), m);
+          } catch (...) {  // refused at submission (arguments, limits): nothing was launched
+            detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+            gw.try_put(m);
+            return;
+          }
+          if (written.empty()) {  // writes nothing: nothing to wait for either
+            gw.try_put(m);
+            return;
+          }
+          gw.reserve_wait();
+          auto* gate = &gw;
+          if (core->options().emit == Emit::when_submitted) {
+            gw.try_put(m);
+            core->hook([gate](const Outcome&) { gate->release_wait(); }, std::move(written), ": ended");
+          } else {
+            core->hook(
+                [core, gate, m](const Outcome& outcome) mutable {
+                  if (!outcome.ok()) core->take_failures(m, outcome);
+                  gate->try_put(m);
+                  gate->release_wait();
+                },
+                std::move(written), ": ended");
+          }
+        }) {}
 };
 
 // Runs body(Msg&) on a TBB worker once the host images of roles(msg) hold the message's latest data
@@ -184,62 +202,57 @@ class kernel_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple
 // throws, or a request of the message that failed before, marks the message failed (the body does not
 // run then) and it passes on all the same.
 template <class Msg>
-class host_node : public tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>> {
-  using base = tbb::flow::composite_node<std::tuple<Msg>, std::tuple<Msg>>;
-  using async = tbb::flow::async_node<Msg, Msg>;
+class host_node : public detail::async_node_base<Msg> {
+  using base = detail::async_node_base<Msg>;
+  using async = typename base::async;
 
  public:
   template <class RolesFn, class Body>
   host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, Body body, NodeOptions o = {})
-      : base(g),
-        core_(std::make_shared<detail::NodeCore>(c, o.name.empty() ? std::string("host") : o.name, o)),
-        // One at a time and in order: the submitting step too, so hooks are queued in arrival order.
-        node_(g, o.concurrency == 1 ? tbb::flow::serial : tbb::flow::unlimited,
-              [core = core_, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
-                  const Msg& in, typename async::gateway_type& gw) {
-                Msg m = in;
-                if (m.failed()) {
-                  gw.try_put(m);
-                  return;
-                }
-                std::vector<Access> touched;
-                try {
-                  touched = roles(m).roles;
-                  core->prepare_host(touched, m);
-                } catch (...) {
-                  detail::NodeCore::note_exception(m, core->name(), std::current_exception());
-                  gw.try_put(m);
-                  return;
-                }
-                gw.reserve_wait();
-                auto* gate = &gw;
-                auto run = [core, gate, m, body](const Outcome& outcome) mutable {
-                  if (!outcome.ok()) {
-                    core->take_failures(m, outcome);
-                  } else {
-                    try {
-                      (*body)(m);
-                    } catch (...) {
-                      detail::NodeCore::note_exception(m, core->name(), std::current_exception());
-                    }
-                  }
-                  gate->try_put(m);
-                  gate->release_wait();
-                };
-                if (core->options().concurrency == 1)
-                  core->hook_in_order(std::move(run), std::move(touched));
-                else
-                  core->hook(std::move(run), std::move(touched));
-              }) {
-    base::set_external_ports(typename base::input_ports_type(node_),
-                             typename base::output_ports_type(tbb::flow::output_port<0>(node_)));
-  }
-  // Puts a message in from outside the graph, as a oneTBB node's try_put.
-  bool try_put(const Msg& m) { return node_.try_put(m); }
+      : host_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? std::string("host") : o.name, o),
+                  std::move(roles), std::move(body)) {}
 
  private:
-  std::shared_ptr<detail::NodeCore> core_;
-  async node_;
+  template <class RolesFn, class Body>
+  host_node(tbb::flow::graph& g, std::shared_ptr<detail::NodeCore> core, RolesFn roles, Body body)
+      // One at a time and in order: the submitting step too, so hooks are queued in arrival order.
+      : base(g, core->options().concurrency == 1 ? tbb::flow::serial : tbb::flow::unlimited,
+             [core, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
+                 const Msg& in, typename async::gateway_type& gw) {
+               Msg m = in;
+               if (m.failed()) {
+                 gw.try_put(m);
+                 return;
+               }
+               std::vector<Access> touched;
+               try {
+                 touched = roles(m).roles;
+                 core->prepare_host(touched, m);
+               } catch (...) {
+                 detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                 gw.try_put(m);
+                 return;
+               }
+               gw.reserve_wait();
+               auto* gate = &gw;
+               auto run = [core, gate, m, body](const Outcome& outcome) mutable {
+                 if (!outcome.ok()) {
+                   core->take_failures(m, outcome);
+                 } else {
+                   try {
+                     (*body)(m);
+                   } catch (...) {
+                     detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                   }
+                 }
+                 gate->try_put(m);
+                 gate->release_wait();
+               };
+               if (core->options().concurrency == 1)
+                 core->hook_in_order(std::move(run), std::move(touched));
+               else
+                 core->hook(std::move(run), std::move(touched));
+             }) {}
 };
 
 // Passes each message on once the host images of roles(msg) hold its latest data: the hand-off to
