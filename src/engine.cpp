@@ -106,6 +106,7 @@ Engine::Engine(const ControllerOptions& options)
   wiring_.push_back({"dispatcher", "streaming", "device requests"});
   tbb::flow::make_edge(streaming_, receiver_);
   wiring_.push_back({"streaming", "receiver", "completions (gateway)"});
+  bind_graph_context();
 
   cl_command_queue_properties props = profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
   if (out_of_order) props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -353,6 +354,16 @@ void Engine::wait_request(RequestPtr w) {
     raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+void Engine::bind_graph_context() {
+  // oneTBB binds a graph's task_group_context on the first task spawned into it and writes its traits
+  // then; graph::wait_for_all() reads them. Were that first spawn a driver's callback thread putting a
+  // completion while a helping thread waits (parallel_for, ThreadSanitizer in CI), the two would race,
+  // so one task spawned here binds the context before any other thread can reach the graph.
+  tbb::flow::continue_node<tbb::flow::continue_msg> first(graph_, [](const tbb::flow::continue_msg& m) { return m; });
+  first.try_put(tbb::flow::continue_msg{});
+  graph_.wait_for_all();
 }
 
 void Engine::help_run_graph() {

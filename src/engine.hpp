@@ -115,6 +115,7 @@ class Engine {
   void dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_type* ports);
 
  private:
+  void bind_graph_context();  // the graph's first task, spawned by the constructing thread
   void wait_request(RequestPtr w);
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.
