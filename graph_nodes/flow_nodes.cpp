@@ -24,8 +24,16 @@ bool whole(const Access& a) { return a.box == Box::whole(a.tile->extent); }
 Access whole_tile(const Access& a, Role r) { return Access{a.tile, Box::whole(a.tile->extent), r}; }
 }  // namespace
 
-NodeCore::NodeCore(Controller& c, std::string name, NodeOptions options)
-    : c_(c), name_(std::move(name)), options_(std::move(options)) {}
+NodeCore::NodeCore(Controller& c, std::string name, const char* kind, NodeOptions options)
+    : c_(c),
+      name_(std::move(name)),
+      options_(std::move(options)),
+      id_(hetflow::detail::engine_of(c).flow_topology().add_node(name_, kind)) {}
+
+void NodeCore::arrived(Message& m) {
+  hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
+  m.last_nodes.assign(1, id_);
+}
 
 void NodeCore::note_tile(Message& m, const Access& a) {
   for (const auto& t : m.touched_tiles)
@@ -37,6 +45,7 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
   std::vector<Access> tiles, written;
   for (const auto& arg : l.args)
     if (const auto* a = std::get_if<Access>(&arg)) tiles.push_back(*a);
+  hetflow::detail::Engine::FlowNodeScope made_by(id_);
   std::lock_guard lock(residency_mutex());
   for (const auto& a : tiles) {
     note_tile(m, a);
@@ -58,6 +67,7 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
 }
 
 void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
+  hetflow::detail::Engine::FlowNodeScope made_by(id_);
   std::lock_guard lock(residency_mutex());
   for (const auto& a : roles) {
     note_tile(m, a);
@@ -73,6 +83,7 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
 
 void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix) {
   try {
+    hetflow::detail::Engine::FlowNodeScope made_by(id_);
     c_.submit_hook(name_ + suffix, fn, std::move(roles));
   } catch (const std::exception& e) {  // e.g. DeviceLost: the message must still come out
     fn(Outcome{std::string("its completion hook was refused: ") + e.what()});

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine.hpp"
+
 namespace hetflow {
 
 using nlohmann::json;
@@ -56,16 +58,18 @@ ojson region_json(const Box& b, int dims) {
 }
 
 ojson node_json(const RequestRecord& r) {
-  return ojson{{"id", r.id},
-               {"kind", r.kind},
-               {"name", r.name},
-               {"lane", r.lane},
-               {"submit_ns", r.submit_ns},
-               {"start_ns", r.start_ns},
-               {"end_ns", r.end_ns},
-               {"enqueue_ns", r.enqueue_ns},
-               {"status", r.status},
-               {"error", r.error}};
+  ojson n{{"id", r.id},
+          {"kind", r.kind},
+          {"name", r.name},
+          {"lane", r.lane},
+          {"submit_ns", r.submit_ns},
+          {"start_ns", r.start_ns},
+          {"end_ns", r.end_ns},
+          {"enqueue_ns", r.enqueue_ns},
+          {"status", r.status},
+          {"error", r.error}};
+  if (r.flow_node) n["flow_node"] = r.flow_node;
+  return n;
 }
 
 ojson edge_json(const EdgeRecord& e) {
@@ -127,18 +131,26 @@ std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& 
     out += items.empty() ? "]" : "\n ]";
     return out + (last ? "\n" : ",\n");
   };
-  std::vector<ojson> nodes, edges;
+  std::vector<ojson> nodes, edges, flow_nodes, flow_edges;
   nodes.reserve(records.size());
   for (const auto& r : records) {
     nodes.push_back(node_json(r));
     for (const auto& e : r.in_edges) edges.push_back(edge_json(e));
   }
+  for (const auto& n : info.flow_nodes)
+    flow_nodes.push_back(ojson{{"id", n.id}, {"name", n.name}, {"kind", n.kind}, {"messages", n.messages}});
+  for (const auto& e : info.flow_edges)
+    flow_edges.push_back(ojson{{"from", e.from}, {"to", e.to}, {"messages", e.messages}});
   std::string out = "{\n";
   out += line("format", dump_format_name);
   out += line("version", dump_format_version);
   out += line("device", info.device);
   out += line("policy", info.policy);
   if (!info.options.empty()) out += line("options", ojson(info.options));
+  if (!flow_nodes.empty()) {
+    out += list("flow_nodes", flow_nodes, false);
+    out += list("flow_edges", flow_edges, false);
+  }
   out += list("nodes", nodes, false);
   out += list("edges", edges, true);
   return out + "}\n";
@@ -308,7 +320,13 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
           << dot_escape(lane) << "\", pos=\"0," << y << "!\"];\n";
   }
 
+  std::map<std::uint32_t, const FlowNodeRecord*> flow_node_of;
+  for (const auto& n : info.flow_nodes) flow_node_of[n.id] = &n;
+  // Graphviz's own layout draws the requests of each of the program's flow nodes in a box of their own.
+  std::map<std::uint32_t, std::ostringstream> clustered;
   for (const auto& r : records) {
+    const auto made_by = flow_node_of.find(r.flow_node);
+    std::ostringstream& out = !lanes && made_by != flow_node_of.end() ? clustered[r.flow_node] : dot;
     std::string label = "#" + std::to_string(r.id) + " " + r.name + "\n" + r.lane;
     if (r.start_ns >= 0 && r.end_ns >= r.start_ns) label += " · " + duration_text(r.end_ns - r.start_ns);
     if (r.status != "done") label += "\n" + r.status;
@@ -325,14 +343,22 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
     std::string tooltip = r.kind + " #" + std::to_string(r.id) + " on " + r.lane + "\nsubmit " +
                           std::to_string(r.submit_ns) + " ns, start " + std::to_string(r.start_ns) + " ns, end " +
                           std::to_string(r.end_ns) + " ns";
+    if (made_by != flow_node_of.end())
+      tooltip += "\nmade by " + made_by->second->kind + " '" + made_by->second->name + "'";
     if (!r.error.empty()) tooltip += "\n" + r.error;
-    dot << "  n" << r.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << fill_colour(r.kind)
+    out << "  n" << r.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << fill_colour(r.kind)
         << "\", style=\"" << style << "\"" << extra << ", tooltip=\"" << dot_escape(tooltip) << "\"";
     if (lanes) {
       const auto [x, y] = positions.at[r.id];
-      dot << ", pos=\"" << x << "," << y << "!\"";
+      out << ", pos=\"" << x << "," << y << "!\"";
     }
-    dot << "];\n";
+    out << "];\n";
+  }
+  for (const auto& [id, body] : clustered) {
+    const FlowNodeRecord& n = *flow_node_of.at(id);
+    dot << "  subgraph cluster_flow_node_" << id << " {\n    label=\"" << dot_escape(n.kind + " '" + n.name + "'")
+        << "\"; style=dashed; color=\"#495057\";\n"
+        << body.str() << "  }\n";
   }
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
@@ -351,6 +377,51 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
   return dot.str();
 }
 
+std::string to_flow_dot(const std::vector<RequestRecord>& records, const GraphInfo& info) {
+  struct Made {
+    std::size_t requests = 0, failed = 0;
+    std::int64_t device_ns = 0, host_ns = 0;  // summed durations of its device commands, its host requests
+  };
+  std::map<std::uint32_t, Made> made;
+  for (const auto& r : records) {
+    if (!r.flow_node) continue;
+    auto& m = made[r.flow_node];
+    ++m.requests;
+    m.failed += r.status == "failed" || r.status == "cancelled";
+    if (r.start_ns >= 0 && r.end_ns >= r.start_ns)
+      (r.kind == "host" || r.kind == "wait" || r.kind == "free" ? m.host_ns : m.device_ns) += r.end_ns - r.start_ns;
+  }
+  std::ostringstream dot;
+  std::string title = "the program's flow graph";
+  if (!info.device.empty()) title += " — " + info.device;
+  if (!info.policy.empty()) title += " (" + info.policy + ")";
+  title += "\\nedges as the messages went, through whatever plain TBB nodes lie between";
+  if (info.flow_nodes.empty()) title += "\\n(no hetflow flow node or loop made requests in this run)";
+  dot << "digraph hetflow_flow_graph {\n"
+      << "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=\"" << title << "\"];\n"
+      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+      << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  bool from_outside = false;
+  for (const auto& e : info.flow_edges) from_outside = from_outside || e.from == 0;
+  if (from_outside) dot << "  f0 [label=\"plain TBB nodes\\n(input_node, join, ...)\", shape=ellipse, style=\"\"];\n";
+  for (const auto& n : info.flow_nodes) {
+    const Made& m = made[n.id];
+    std::string label = n.kind + "\n" + n.name + "\n" + std::to_string(n.messages) +
+                        (n.kind == "parallel_for" ? " call(s)" : " message(s)") + " · " + std::to_string(m.requests) +
+                        " request(s)";
+    if (m.device_ns > 0) label += "\ndevice " + duration_text(m.device_ns);
+    if (m.host_ns > 0) label += (m.device_ns > 0 ? " · host " : "\nhost ") + duration_text(m.host_ns);
+    if (m.failed) label += "\n" + std::to_string(m.failed) + " failed or cancelled";
+    const char* colour = n.kind == "kernel_node" ? "#a5d8ff" : n.kind == "parallel_for" ? "#ffd8a8" : "#eebefa";
+    dot << "  f" << n.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << colour << "\""
+        << (m.failed ? ", color=\"#e03131\", penwidth=2" : "") << "];\n";
+  }
+  for (const auto& e : info.flow_edges)
+    dot << "  f" << e.from << " -> f" << e.to << " [label=\"" << e.messages << "\"];\n";
+  dot << "}\n";
+  return dot.str();
+}
+
 GraphInfo graph_info(const Controller& c) {
   GraphInfo info;
   info.device = c.device().name;
@@ -359,6 +430,9 @@ GraphInfo graph_info(const Controller& c) {
   info.options["device_id"] = c.device().id();
   info.options["device_reason"] = c.device_reason();
   info.options["kernel_queues"] = std::to_string(c.kernel_queues());
+  const auto& topology = detail::engine_of(c).flow_topology();
+  info.flow_nodes = topology.nodes();
+  info.flow_edges = topology.edges();
   return info;
 }
 
@@ -379,6 +453,14 @@ void write_dump_json(const Controller& c, const std::string& path) {
 void write_dump_dot(const Controller& c, const std::string& path, const DotOptions& options) {
   require_recording(c, "write_dump_dot");
   detail::write_text_file(path, to_dot(c.records(), graph_info(c), options), "DOT dump");
+}
+
+bool write_flow_dot(const Controller& c, const std::string& path) {
+  require_recording(c, "write_flow_dot");
+  const GraphInfo info = graph_info(c);
+  if (info.flow_nodes.empty()) return false;
+  detail::write_text_file(path, to_flow_dot(c.records(), info), "flow graph DOT");
+  return true;
 }
 
 }  // namespace hetflow

@@ -268,12 +268,17 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 
 namespace {
 thread_local std::vector<RequestPtr>* launch_collector = nullptr;
-}
+thread_local std::uint32_t submitting_flow_node = 0;
+}  // namespace
 
 void Engine::collect_launches(std::vector<RequestPtr>* into) { launch_collector = into; }
 
+Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
+Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
+
 void Engine::submit(RequestPtr r) {
   if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
+  r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).

@@ -18,6 +18,7 @@
 
 #include "completion_poller.hpp"
 #include "dependency_tracker.hpp"
+#include "flow_topology.hpp"
 #include "flush_policy.hpp"
 #include "pocl_kernel_cache.hpp"
 #include "request.hpp"
@@ -52,6 +53,22 @@ class Engine {
   // While set on a thread, the kernel launches it submits are also appended here: how a loop learns
   // which commands a device chunk's body launched, to time them by profiling (src/hetero_loop.cpp).
   static void collect_launches(std::vector<RequestPtr>* into);
+  // While one is open on a thread, the requests that thread submits are recorded as made by that
+  // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a
+  // loop's device body makes on the Controller. Nested scopes restore the outer one: under sync a
+  // blocked submission runs other nodes' bodies on the same thread.
+  class FlowNodeScope {
+   public:
+    explicit FlowNodeScope(std::uint32_t id);
+    ~FlowNodeScope();
+    FlowNodeScope(const FlowNodeScope&) = delete;
+    FlowNodeScope& operator=(const FlowNodeScope&) = delete;
+
+   private:
+    std::uint32_t saved_;
+  };
+  FlowTopology& flow_topology() { return flow_topology_; }
+  const FlowTopology& flow_topology() const { return flow_topology_; }
   void wait_tile(const std::shared_ptr<TileState>& tile);
   void wait_all();
   std::vector<RequestRecord> records() const;
@@ -199,6 +216,7 @@ class Engine {
 
   mutable std::mutex history_mutex_;
   std::vector<RequestPtr> history_;  // every request, when recording
+  FlowTopology flow_topology_;
 
   // Completion callbacks reach the engine through this, so one that fires after the engine is gone
   // (or never fires: see Request::device_dependants) is harmless.
@@ -240,7 +258,9 @@ class Engine {
 // it (include/hetflow/controller.hpp keeps it private).
 struct ControllerAccess {
   static Engine& engine(Controller& c) { return *c.engine_; }
+  static const Engine& engine(const Controller& c) { return *c.engine_; }
 };
 inline Engine& engine_of(Controller& c) { return ControllerAccess::engine(c); }
+inline const Engine& engine_of(const Controller& c) { return ControllerAccess::engine(c); }
 
 }  // namespace hetflow::detail

@@ -22,6 +22,7 @@ std::vector<RequestRecord> Engine::records() const {
     rec.end_ns = r->end_ns;
     rec.enqueue_ns = r->enqueue_ns;
     rec.in_edges = r->edges;
+    rec.flow_node = r->flow_node;
     Status s = r->status.load();
     cl_event ev = r->event.load();
     if (ev) {

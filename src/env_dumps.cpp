@@ -68,6 +68,9 @@ void write_env_dumps(const Controller& c) noexcept {
     attempt("graph dump (DOT)", dump_companion(path, ".dot"), [&] { write_dump_dot(c, dump_companion(path, ".dot")); });
     attempt("controller topology", dump_companion(path, ".topology.dot"),
             [&] { detail::write_text_file(dump_companion(path, ".topology.dot"), c.topology_dot(), "topology DOT"); });
+    // The program's own flow graph, when its nodes or loops made requests (docs/flow-nodes.md).
+    attempt("program's flow graph", dump_companion(path, ".flow.dot"),
+            [&] { write_flow_dot(c, dump_companion(path, ".flow.dot")); });
   }
   if (trace) {
     const std::string path = numbered(*trace, n);

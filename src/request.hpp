@@ -62,7 +62,8 @@ struct Request : std::enable_shared_from_this<Request> {
   std::uint64_t id = 0;
   Kind kind = Kind::host;
   std::string name;
-  unsigned lane = 0;  // device requests: the queue index
+  unsigned lane = 0;            // device requests: the queue index
+  std::uint32_t flow_node = 0;  // the program's flow-graph node or loop that made it (FlowTopology), if any
 
   // What it does.
   std::vector<Access> accesses;

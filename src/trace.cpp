@@ -66,6 +66,8 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
   std::map<std::string, int> other_lanes;
   std::map<int, std::string> tracks;
   std::unordered_map<std::uint64_t, std::pair<int, TimeInterval>> placed;  // id → (tid, interval)
+  std::map<std::uint32_t, std::string> flow_node_names;
+  for (const auto& n : info.flow_nodes) flow_node_names[n.id] = n.kind + " '" + n.name + "'";
   ojson slices = ojson::array();
   for (const auto& r : records) {
     const auto iv = track_interval(r);
@@ -77,6 +79,7 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
     if (!r.error.empty()) args["error"] = r.error;
     if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
     if (r.enqueue_ns >= 0) args["enqueue_ns"] = r.enqueue_ns;
+    if (auto n = flow_node_names.find(r.flow_node); n != flow_node_names.end()) args["flow_node"] = n->second;
     slices.push_back(ojson{{"ph", "X"},
                            {"name", r.name},
                            {"cat", r.kind},

@@ -788,3 +788,36 @@ TEST_CASE("hetflow dump renders a 10,000-request graph within 10 s, and windows 
   REQUIRE(r.status == 0);
   CHECK(slurp(dir / "tile.dot").find("frame1") == std::string::npos);
 }
+
+TEST_CASE("hetflow run sobel --flow-graph dumps the program's own graph; hetflow dump --flow-graph draws it") {
+  const fs::path dir = out_dir();
+  const fs::path file = dir / "flow-run.json";
+  fs::remove(dir / "flow-run.flow.dot");
+  fs::remove(dir / "flow-run.flow.svg");
+  auto r = cli("run sobel --flow-graph --size 64x32 --frames 6 --slots 2 --policy async --verify --dump " + quoted(file));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("as a flow graph of hetflow's nodes") != std::string::npos);
+  CHECK(r.output.find("verify: max relative error") != std::string::npos);
+  const std::string flow = slurp(dir / "flow-run.flow.dot");
+  // load ← the input (2 slots' first trips) and ← consume (the pool's recycled frames), then the kernels in order.
+  CHECK(flow.find("host_node\\nload\\n6 message(s)") != std::string::npos);
+  CHECK(flow.find("kernel_node\\nsobel_magnitude\\n6 message(s)") != std::string::npos);
+  CHECK(flow.find("f0 -> f1 [label=\"2\"]") != std::string::npos);
+  CHECK(flow.find("f6 -> f1 [label=\"4\"]") != std::string::npos);
+  CHECK(flow.find("f1 -> f2 [label=\"6\"]") != std::string::npos);
+
+  r = cli("dump " + quoted(file) + " --flow-graph");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("the program's flow graph: 7 nodes, 7 edges") != std::string::npos);
+  CHECK(slurp(dir / "flow-run.flow.svg").find("<svg") != std::string::npos);
+
+  // A program without flow nodes: no flow graph in the dump, and --flow-graph says so.
+  const fs::path plain = dir / "plain-run.json";
+  r = cli("run sobel --size 64x32 --frames 2 --policy async --dump " + quoted(plain));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK_FALSE(fs::exists(dir / "plain-run.flow.dot"));
+  CHECK(slurp(plain).find("flow_nodes") == std::string::npos);
+  r = cli("dump " + quoted(plain) + " --flow-graph --dot " + quoted(dir / "plain-flow.dot"));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("used no hetflow flow node") != std::string::npos);
+}

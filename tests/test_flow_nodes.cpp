@@ -1,5 +1,6 @@
 // hetflow's nodes in a user's tbb::flow::graph (include/hetflow/flow.hpp, docs/flow-nodes.md): results,
 // order, backpressure, failures and wait_for_all, on the real flow graph and the default device.
+#include <hetflow/dump.hpp>
 #include <hetflow/flow.hpp>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "analysis/dump_reader.hpp"
 #include "support.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/pipelines.hpp"
@@ -334,4 +336,124 @@ TEST_CASE("a cancelled graph's wait_for_all returns, the controller settles, and
   c.move_from(x);
   c.wait(x);
   CHECK(test::all_equal(x, 5.0f));
+}
+
+namespace {
+struct Pair : hf::Message {
+  Tile<float> a, b;
+};
+}  // namespace
+
+TEST_CASE("a join of two kernel branches: flow::merge keeps either branch's failure; the dump shows the graph") {
+  Controller c(test::options(Policy::async, 2));
+  auto kernel = c.kernel("hetflow_test.cl", "scale_in_place");
+  const int N = 12, bad = 5;
+  const std::size_t len = 256;
+  graph g;
+  input_node<Pair> source(g, [&, i = std::uint64_t{0}](tbb::flow_control& fc) mutable {
+    if (i == N) fc.stop();
+    Pair p;
+    p.seq = i++;
+    p.a = c.tile<float>(len, "a" + std::to_string(p.seq));
+    p.b = c.tile<float>(len, "b" + std::to_string(p.seq));
+    return p;
+  });
+  hf::host_node<Pair> fill(
+      g, c, [](const Pair& p) { return hf::touch(out(p.a), out(p.b)); },
+      [](Pair& p) {
+        std::fill(p.a.data(), p.a.data() + p.a.size(), float(p.seq));
+        std::fill(p.b.data(), p.b.data() + p.b.size(), 2.0f * float(p.seq));
+      },
+      {.name = "fill"});
+  hf::kernel_node<Pair> left(
+      g, c, kernel, [&](const Pair& p) { return hf::launch(Range(len), io(p.a), int(len), 2.0f); }, {.name = "left"});
+  hf::kernel_node<Pair> right(g, c, kernel,
+                              [&](const Pair& p) {
+                                if (p.seq == bad)
+                                  throw std::runtime_error("no launch for message " + std::to_string(p.seq));
+                                return hf::launch(Range(len), io(p.b), int(len), 3.0f);
+                              },
+                              {.name = "right"});
+  join_node<std::tuple<Pair, Pair>, key_matching<std::uint64_t>> both(
+      g, [](const Pair& p) { return p.seq; }, [](const Pair& p) { return p.seq; });
+  function_node<std::tuple<Pair, Pair>, Pair> merge(
+      g, unlimited, [](const auto& t) { return hf::merge(std::get<0>(t), std::get<1>(t)); });
+  std::mutex m;
+  std::map<std::uint64_t, std::string> errors;
+  std::atomic<int> wrong{0};
+  hf::host_node<Pair> check(
+      g, c, [](const Pair& p) { return hf::touch(in(p.a), in(p.b)); },
+      [&](Pair& p) {
+        const float wa = float(p.seq) * 2.0f + 1.0f, wb = 2.0f * float(p.seq) * 3.0f + 1.0f;
+        for (std::size_t i = 0; i < len; ++i)
+          if (p.a[i] != wa || p.b[i] != wb) ++wrong;
+      },
+      {.name = "check"});
+  function_node<Pair> sink(g, serial, [&](const Pair& p) {
+    std::lock_guard lock(m);
+    errors[p.seq] = p.error;
+  });
+  make_edge(source, fill);
+  make_edge(fill, left);
+  make_edge(fill, right);
+  make_edge(left, input_port<0>(both));
+  make_edge(right, input_port<1>(both));
+  make_edge(both, merge);
+  make_edge(merge, check);
+  make_edge(check, sink);
+  source.activate();
+  g.wait_for_all();
+  c.wait_all();
+
+  CHECK(wrong.load() == 0);
+  REQUIRE(errors.size() == std::size_t(N));
+  for (const auto& [seq, error] : errors) {
+    CAPTURE(seq);
+    if (seq == bad)
+      CHECK(error.find("node 'right': no launch for message 5") != std::string::npos);
+    else
+      CHECK(error.empty());
+  }
+
+  // The program's graph as the dump records it: the nodes in the order made, the messages each received,
+  // the edges the messages took (the join's two inputs become two edges into "check"), which node made
+  // which request.
+  const GraphInfo info = graph_info(c);
+  REQUIRE(info.flow_nodes.size() == 4);
+  const std::vector<std::pair<std::string, std::string>> want_nodes = {
+      {"fill", "host_node"}, {"left", "kernel_node"}, {"right", "kernel_node"}, {"check", "host_node"}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(info.flow_nodes[i].id == i + 1);
+    CHECK(info.flow_nodes[i].name == want_nodes[i].first);
+    CHECK(info.flow_nodes[i].kind == want_nodes[i].second);
+    CHECK(info.flow_nodes[i].messages == std::uint64_t(N));
+  }
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> edges;
+  for (const auto& e : info.flow_edges) edges[{e.from, e.to}] = e.messages;
+  const std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> want_edges = {
+      {{0, 1}, N}, {{1, 2}, N}, {{1, 3}, N}, {{2, 4}, N}, {{3, 4}, N}};
+  CHECK(edges == want_edges);
+  std::map<std::uint32_t, std::set<std::string>> kinds_made;
+  for (const auto& r : c.records()) kinds_made[r.flow_node].insert(r.kind);
+  CHECK(kinds_made[1] == std::set<std::string>{"host"});
+  CHECK(kinds_made[2] == std::set<std::string>{"H2D", "kernel", "host"});  // move_to, launch, its "ended" hook
+  CHECK(kinds_made[3].count("kernel"));
+  CHECK(kinds_made[4] == std::set<std::string>{"D2H", "host"});
+  // Every request here was made by a node but the program's own wait_all and the tiles' frees (a tile's
+  // last handle goes away wherever the program drops it).
+  for (const auto& [node, kinds] : kinds_made)
+    if (node == 0)
+      for (const auto& k : kinds) CHECK((k == "free" || k == "wait"));
+
+  const auto records = c.records();
+  const auto [back, back_info] = hetflow::from_json(to_json(records, info));
+  CHECK(back_info.flow_nodes.size() == 4);
+  CHECK(back_info.flow_edges.size() == want_edges.size());
+  const auto made_by_left = [](const RequestRecord& r) { return r.flow_node == 2; };
+  CHECK(std::count_if(back.begin(), back.end(), made_by_left) ==
+        std::count_if(records.begin(), records.end(), made_by_left));
+  const std::string dot = to_flow_dot(back, back_info);
+  CHECK(dot.find("kernel_node\\nleft\\n12 message(s)") != std::string::npos);
+  CHECK(dot.find("f3 -> f4 [label=\"12\"]") != std::string::npos);
+  CHECK(dot.find("f0 -> f1 [label=\"12\"]") != std::string::npos);
 }

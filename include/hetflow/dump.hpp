@@ -19,6 +19,10 @@ struct GraphInfo {
   std::string device;                          // device name
   std::string policy;                          // "async" or "sync"
   std::map<std::string, std::string> options;  // free-form settings (kernel_queues, platform, ...)
+  // The program's own flow-graph nodes and loops that made requests, and the edges its messages took.
+  // ({} initialisers: GraphInfo{device, policy, options} stays warning-free under -Wextra.)
+  std::vector<FlowNodeRecord> flow_nodes{};
+  std::vector<FlowEdgeRecord> flow_edges{};
 };
 
 // The GraphInfo of a controller: its device, policy and queue set-up.
@@ -55,6 +59,11 @@ struct DotOptions {
 // one edge per hazard labelled "RAW a [0:1000) kernel_write→offloading_read".
 std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options = {});
 
+// Graphviz DOT of the program's own flow graph (info.flow_nodes and flow_edges): one box per node with
+// its kind, messages, requests and their busy time; one edge per path its messages took, with their
+// count. Empty graph (with a note) when the program used no hetflow node.
+std::string to_flow_dot(const std::vector<RequestRecord>& records, const GraphInfo& info);
+
 // A part of a large graph to look at: requests numbered `from`..`to` (inclusive), and, when `tile`
 // is set, only those with a hazard on that tile or whose name names it ("move_to(a)").
 struct RequestWindow {
@@ -74,6 +83,9 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> redundant_edges(const std::
 // cannot be written.
 void write_dump_json(const Controller& c, const std::string& path);
 void write_dump_dot(const Controller& c, const std::string& path, const DotOptions& options = {});
+// to_flow_dot of the controller's run; returns false (and writes nothing) when no flow node or loop made
+// requests on it.
+bool write_flow_dot(const Controller& c, const std::string& path);
 void write_trace(const Controller& c, const std::string& path);
 
 // The file beside a dump: a .json extension is replaced by `suffix` (run.json → run.dot), any

@@ -20,6 +20,8 @@
 // each message holds the graph's wait_for_all() until the requests made for it have ended.
 #include <tbb/flow_graph.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -51,7 +53,33 @@ struct Message {
 
   // The tiles nodes made requests on for this message: where a node looks for its failures.
   std::vector<std::shared_ptr<hetflow::detail::TileState>> touched_tiles;
+  // The hetflow nodes it left last (one; several after flow::merge): how a dump learns the program's
+  // edges (GraphInfo::flow_edges), which oneTBB cannot list.
+  std::vector<std::uint32_t> last_nodes;
 };
+
+// After a join of branches that each carried a copy of one message: `first`, with what the other
+// copies add — their failures (the first error met stays the message's error), the tiles their nodes
+// touched and the nodes they left. Use it where the joined tuple becomes one message again, so that a
+// failure on any branch stays with the message.
+template <class Msg, class... More>
+Msg merge(Msg first, const More&... more) {
+  auto add = [&first](const Message& other) {
+    if (!first.failed() && other.failed()) {
+      first.error = other.error;
+      first.exception = other.exception;
+    }
+    first.failures.insert(first.failures.end(), other.failures.begin(), other.failures.end());
+    for (const auto& t : other.touched_tiles)
+      if (std::find(first.touched_tiles.begin(), first.touched_tiles.end(), t) == first.touched_tiles.end())
+        first.touched_tiles.push_back(t);
+    for (auto n : other.last_nodes)
+      if (std::find(first.last_nodes.begin(), first.last_nodes.end(), n) == first.last_nodes.end())
+        first.last_nodes.push_back(n);
+  };
+  (add(more), ...);
+  return first;
+}
 
 // A kernel node's work for one message: the range and the arguments in the kernel's order, as
 // Controller::launch takes them.
@@ -92,9 +120,12 @@ namespace detail {
 // and failures (graph_nodes/flow_nodes.cpp).
 class NodeCore : public std::enable_shared_from_this<NodeCore> {
  public:
-  NodeCore(Controller& c, std::string name, NodeOptions options);
+  // `kind` names the node type in dumps (kernel_node, host_node, to_host_node).
+  NodeCore(Controller& c, std::string name, const char* kind, NodeOptions options);
   const std::string& name() const { return name_; }
   const NodeOptions& options() const { return options_; }
+  // A message reached this node: counted on the edge from the node it left last, which is now this one.
+  void arrived(Message& m);
 
   // The kernel's launch, after the transfers its reads need; the tiles it writes become device-latest.
   // Returns the written tiles' device images, for the completion hook.
@@ -116,6 +147,7 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   Controller& c_;
   std::string name_;
   NodeOptions options_;
+  std::uint32_t id_;              // in the controller's record of the program's flow graph
   std::recursive_mutex order_m_;  // recursive: a refused hook runs its function at once, which submits the next
   std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
   bool order_busy_ = false;
@@ -156,14 +188,15 @@ class kernel_node : public detail::async_node_base<Msg> {
  public:
   template <class Fn>
   kernel_node(tbb::flow::graph& g, Controller& c, Kernel k, Fn fn, NodeOptions o = {})
-      : kernel_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? k.name() : o.name, o), k, std::move(fn)) {
-  }
+      : kernel_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? k.name() : o.name, "kernel_node", o), k,
+                    std::move(fn)) {}
 
  private:
   template <class Fn>
   kernel_node(tbb::flow::graph& g, std::shared_ptr<detail::NodeCore> core, Kernel k, Fn fn)
       : base(g, tbb::flow::unlimited, [core, k, fn = std::move(fn)](const Msg& in, typename async::gateway_type& gw) {
           Msg m = in;
+          core->arrived(m);
           if (m.failed()) {
             gw.try_put(m);
             return;
@@ -209,7 +242,12 @@ class host_node : public detail::async_node_base<Msg> {
  public:
   template <class RolesFn, class Body>
   host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, Body body, NodeOptions o = {})
-      : host_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? std::string("host") : o.name, o),
+      : host_node(g, c, std::move(roles), std::move(body), std::move(o), "host_node") {}
+
+ protected:
+  template <class RolesFn, class Body>
+  host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, Body body, NodeOptions o, const char* kind)
+      : host_node(g, std::make_shared<detail::NodeCore>(c, o.name.empty() ? std::string("host") : o.name, kind, o),
                   std::move(roles), std::move(body)) {}
 
  private:
@@ -220,6 +258,7 @@ class host_node : public detail::async_node_base<Msg> {
              [core, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
                  const Msg& in, typename async::gateway_type& gw) {
                Msg m = in;
+               core->arrived(m);
                if (m.failed()) {
                  gw.try_put(m);
                  return;
@@ -263,7 +302,7 @@ class to_host_node : public host_node<Msg> {
   template <class RolesFn>
   to_host_node(tbb::flow::graph& g, Controller& c, RolesFn roles, NodeOptions o = {})
       : host_node<Msg>(
-            g, c, std::move(roles), [](Msg&) {}, with_name(std::move(o))) {}
+            g, c, std::move(roles), [](Msg&) {}, with_name(std::move(o)), "to_host_node") {}
 
  private:
   static NodeOptions with_name(NodeOptions o) {

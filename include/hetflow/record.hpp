@@ -36,6 +36,28 @@ struct RequestRecord {
   // inside the call (PoCL has), so start_ns can come first.
   std::int64_t enqueue_ns = -1;
   std::vector<EdgeRecord> in_edges;
+  // The node of the program's own flow graph that made it (FlowNodeRecord::id), 0 for a request the
+  // program made on the Controller itself.
+  std::uint32_t flow_node = 0;
+};
+
+// A node of the program's own tbb::flow::graph that makes requests (include/hetflow/flow.hpp) or a
+// heterogeneous loop (include/hetflow/parallel_for.hpp): what a dump shows of the user's topology,
+// which oneTBB cannot list.
+struct FlowNodeRecord {
+  std::uint32_t id = 0;        // 1, 2, ... in the order the nodes were made
+  std::string name;            // NodeOptions::name, or the kernel's name, "host", "to_host", the loop's name
+  std::string kind;            // kernel_node, host_node, to_host_node, parallel_for
+  std::uint64_t messages = 0;  // messages (loops: calls) it received
+};
+
+// Messages that left one of these nodes and reached another, through whatever plain TBB nodes lie
+// between (a join, a limiter, a pool): the user's edges as the messages went, each with its count.
+// `from` = 0: messages that had passed no hetflow node before (made by an input_node, say).
+struct FlowEdgeRecord {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  std::uint64_t messages = 0;
 };
 
 }  // namespace hetflow

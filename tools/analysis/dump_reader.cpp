@@ -4,6 +4,7 @@
 
 #include <hetflow/errors.hpp>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -97,6 +98,42 @@ GraphInfo graph_info_from(const json& doc) {
     if (!it->is_object()) bad("\"options\" must be an object");
     for (const auto& [k, v] : it->items()) info.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
+  // The program's own flow graph: optional (only runs whose flow nodes or loops made requests have it).
+  if (auto it = doc.find("flow_nodes"); it != doc.end()) {
+    if (!it->is_array()) bad("\"flow_nodes\" must be an array");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string where = "flow_nodes[" + std::to_string(i) + "]";
+      const json& n = (*it)[i];
+      if (!n.is_object()) bad(where + " is not an object");
+      FlowNodeRecord f;
+      f.id = std::uint32_t(id_field(n, "id", where));
+      f.name = string_field(n, "name", where);
+      f.kind = string_field(n, "kind", where);
+      f.messages = id_field(n, "messages", where);
+      info.flow_nodes.push_back(std::move(f));
+    }
+  }
+  if (auto it = doc.find("flow_edges"); it != doc.end()) {
+    if (!it->is_array()) bad("\"flow_edges\" must be an array");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string where = "flow_edges[" + std::to_string(i) + "]";
+      const json& e = (*it)[i];
+      if (!e.is_object()) bad(where + " is not an object");
+      FlowEdgeRecord f;
+      f.from = std::uint32_t(id_field(e, "from", where));
+      f.to = std::uint32_t(id_field(e, "to", where));
+      f.messages = id_field(e, "messages", where);
+      const auto known = [&](std::uint32_t id) {
+        return std::any_of(info.flow_nodes.begin(), info.flow_nodes.end(),
+                           [id](const FlowNodeRecord& n) { return n.id == id; });
+      };
+      if (f.from != 0 && !known(f.from))
+        bad(where + ": \"from\" names flow node " + std::to_string(f.from) + ", which is not in \"flow_nodes\"");
+      if (!known(f.to))
+        bad(where + ": \"to\" names flow node " + std::to_string(f.to) + ", which is not in \"flow_nodes\"");
+      info.flow_edges.push_back(f);
+    }
+  }
   return info;
 }
 
@@ -113,6 +150,7 @@ RequestRecord node_from(const json& n, const std::string& where) {
   r.start_ns = int_field(n, "start_ns", where);
   r.end_ns = int_field(n, "end_ns", where);
   if (n.contains("enqueue_ns")) r.enqueue_ns = int_field(n, "enqueue_ns", where);  // absent before 2026-11-23
+  if (n.contains("flow_node")) r.flow_node = std::uint32_t(id_field(n, "flow_node", where));
   return r;
 }
 

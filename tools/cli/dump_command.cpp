@@ -99,7 +99,7 @@ std::string counted(std::size_t n, const char* noun) { return std::to_string(n) 
 
 struct DumpArgs {
   std::string file, svg, png, dot, layout = "lanes";
-  bool all_edges = false, hide_redundant = false;
+  bool all_edges = false, hide_redundant = false, flow_graph = false;
   RequestWindow window;
   CLI::Option *svg_opt = nullptr, *png_opt = nullptr, *dot_opt = nullptr;
 };
@@ -114,7 +114,9 @@ void run_dump(const DumpArgs& a) {
   DotOptions options;
   options.hide_redundant = !a.all_edges;
   options.layout = a.layout == "graphviz" ? DotOptions::Layout::graphviz : DotOptions::Layout::lanes;
-  const std::string dot = to_dot(records, info, options);
+  // --flow-graph: the program's own nodes and the paths its messages took, beside its files (run.flow.svg).
+  const std::string dot = a.flow_graph ? to_flow_dot(all_records, info) : to_dot(records, info, options);
+  const char* ext_prefix = a.flow_graph ? ".flow" : "";
 
   std::map<std::string, std::size_t> kinds;
   std::size_t edges = 0, failed = 0, cancelled = 0, pending = 0;
@@ -137,6 +139,11 @@ void run_dump(const DumpArgs& a) {
               info.policy.empty() ? "unknown policy" : info.policy.c_str());
   if (records.size() > 2000)
     std::printf("a large graph: --from/--to (request numbers) or --tile NAME pick a part of it to read\n");
+  if (!info.flow_nodes.empty())
+    std::printf("the program's flow graph: %s, %s%s\n", counted(info.flow_nodes.size(), "node").c_str(),
+                counted(info.flow_edges.size(), "edge").c_str(), a.flow_graph ? "" : " (--flow-graph draws it)");
+  else if (a.flow_graph)
+    std::printf("the program used no hetflow flow node or loop: its flow graph is empty\n");
   std::fflush(stdout);  // before any error about rendering, which goes to stderr
 
   const bool none = a.svg_opt->count() == 0 && a.png_opt->count() == 0 && a.dot_opt->count() == 0;
@@ -145,12 +152,12 @@ void run_dump(const DumpArgs& a) {
     std::printf("wrote %s\n", a.dot.c_str());
   }
   if (none || a.svg_opt->count()) {
-    const std::string out = a.svg.empty() ? beside(a.file, ".svg") : a.svg;
+    const std::string out = a.svg.empty() ? beside(a.file, std::string(ext_prefix) + ".svg") : a.svg;
     render(dot, "svg", out, a.file);
     std::printf("wrote %s\n", out.c_str());
   }
   if (a.png_opt->count()) {
-    const std::string out = a.png.empty() ? beside(a.file, ".png") : a.png;
+    const std::string out = a.png.empty() ? beside(a.file, std::string(ext_prefix) + ".png") : a.png;
     render(dot, "png", out, a.file);
     std::printf("wrote %s\n", out.c_str());
   }
@@ -172,6 +179,9 @@ void add_dump_command(CLI::App& app) {
   cmd->add_option("--layout", args->layout,
                   "lanes: a row per lane, a column per step (default; fast at any size); graphviz: dot's own layout")
       ->check(CLI::IsMember({"lanes", "graphviz"}));
+  cmd->add_flag("--flow-graph", args->flow_graph,
+                "Draw the program's own flow graph instead (its hetflow nodes and loops, the paths its messages "
+                "took, their counts; default output FILE with .flow.svg)");
   cmd->add_option("--from", args->window.from, "Only requests numbered from this one on");
   cmd->add_option("--to", args->window.to, "Only requests numbered up to this one");
   cmd->add_option("--tile", args->window.tile, "Only requests with a hazard on this tile (or that name it)");

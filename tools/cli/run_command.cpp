@@ -13,6 +13,8 @@
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
 #include "workloads/pipelines.hpp"
+#include "workloads/sobel_flow.hpp"
+#include "workloads/sobel_sizing.hpp"
 
 namespace hetflow::cli {
 namespace {
@@ -28,6 +30,7 @@ struct RunOptions {
   int host_threads = 0;        // sobel: 0 = the cores the device leaves free
   std::string dump, trace, input, output;
   bool verify = false;
+  bool flow_graph = false;           // sobel: the pipeline as a tbb::flow::graph of hetflow's nodes
   std::string scheduler = "logfit";  // the loop workloads
   unsigned cpu_workers = 0;
   bool fast_math = false;
@@ -151,7 +154,8 @@ void run(const RunOptions& o) {
     workloads::RunResult r;
     if (is_sobel) {
       workloads::SobelRun run{width, height, steps, o.input, last ? o.output : std::string(), o.slots, o.host_threads};
-      r = workloads::sobel(c, run);
+      r = o.flow_graph ? workloads::sobel_flow_graph(c, run, run.slots > 0 ? run.slots : workloads::kDefaultSobelSlots)
+                       : workloads::sobel(c, run);
     } else if (o.workload == "jacobi") {
       r = workloads::jacobi(c, width, steps);
     } else {
@@ -168,7 +172,9 @@ void run(const RunOptions& o) {
     std::printf("%d frames of %dx%d (generated)", shown_steps, width, height);
   else if (is_sobel)
     std::printf("%d frames from %s", shown_steps, o.input.c_str());
-  if (is_sobel)
+  if (is_sobel && first.host_threads == 0)  // --flow-graph: host bodies on the graph's workers
+    std::printf(", %d slot%s, as a flow graph of hetflow's nodes\n\n", first.slots, first.slots == 1 ? "" : "s");
+  else if (is_sobel)
     std::printf(", %d slot%s, host work on %d thread%s\n\n", first.slots, first.slots == 1 ? "" : "s",
                 first.host_threads, first.host_threads == 1 ? "" : "s");
   else
@@ -251,6 +257,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m");
+  cmd->add_flag("--flow-graph", o->flow_graph,
+                "sobel: build the pipeline as a tbb::flow::graph of hetflow's nodes (include/hetflow/flow.hpp, "
+                "tools/workloads/sobel_flow.cpp) instead of Controller calls; same results");
   cmd->add_flag("--verify", o->verify, "compare the last result with the CPU reference");
   cmd->callback([o] { run(*o); });
 }

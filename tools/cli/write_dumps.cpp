@@ -12,6 +12,8 @@ void write_requested_dumps(const hetflow::Controller& c, const std::string& dump
     const std::string dot = dump_companion(dump, ".dot");
     write_dump_dot(c, dot);
     std::printf("task graph: %s (Graphviz: %s)\n", dump.c_str(), dot.c_str());
+    if (const std::string flow = dump_companion(dump, ".flow.dot"); write_flow_dot(c, flow))
+      std::printf("the program's flow graph: %s\n", flow.c_str());
   }
   if (!trace.empty()) {
     write_trace(c, trace);

@@ -148,6 +148,8 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   const Tile<float>& last = pool_frames[std::size_t(last_slot)].out;
   result.output.assign(last.data(), last.data() + count);
   result.frames = frames;
+  result.slots = slots;
+  result.host_threads = 0;  // host bodies run on the graph's TBB workers, as many as there are frames in flight
   for (double s : sums) result.checksum += s;
   if (writer) writer->close();
   return result;
