@@ -794,7 +794,8 @@ TEST_CASE("hetflow run sobel --flow-graph dumps the program's own graph; hetflow
   const fs::path file = dir / "flow-run.json";
   fs::remove(dir / "flow-run.flow.dot");
   fs::remove(dir / "flow-run.flow.svg");
-  auto r = cli("run sobel --flow-graph --size 64x32 --frames 6 --slots 2 --policy async --verify --dump " + quoted(file));
+  auto r =
+      cli("run sobel --flow-graph --size 64x32 --frames 6 --slots 2 --policy async --verify --dump " + quoted(file));
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("as a flow graph of hetflow's nodes") != std::string::npos);
   CHECK(r.output.find("verify: max relative error") != std::string::npos);
