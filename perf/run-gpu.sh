@@ -45,6 +45,7 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run threads $B/bin/test_threads_and_lifetimes
   run on_ready $B/bin/test_on_ready
   run flow_nodes $B/bin/test_flow_nodes
+  run no_spinning $B/bin/test_no_spinning
   run loop_workloads $B/bin/test_loop_workloads
   run parallel_for $B/bin/test_parallel_for
   # Device faults (docs/drivers.md): injected, in-process; then real ones, one process each.
@@ -64,6 +65,7 @@ if [ "$PART" = tests ] || [ "$PART" = all ]; then
   run pocl_random $B/bin/test_random_programs
   run pocl_errors $B/bin/test_errors
   run pocl_flow_nodes $B/bin/test_flow_nodes
+  run pocl_no_spinning $B/bin/test_no_spinning
   unset HETFLOW_DEVICE
 fi
 
