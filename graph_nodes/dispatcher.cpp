@@ -1,22 +1,33 @@
 // The dispatcher: serial, in program order. Turns a request's declared accesses into hazard edges
 // (docs/architecture.md, "Hazards"), then hands device requests to the streaming node and arms host-side requests
 // (host tasks, waits, frees) to run when their predecessors complete. It never blocks.
+#include "dispatcher.hpp"
+
 #include "access_plan.hpp"
 #include "engine.hpp"
 #include "log.hpp"
 
 namespace hetflow::detail {
-void Engine::track_untracked(const RequestPtr& r) {
+
+DispatchStep::DispatchStep(Engine& engine, bool keep_completed) : engine_(engine) {
+  tracker_.keep_completed(keep_completed);
+}
+
+bool DispatchStep::is_done(const RequestPtr& r) { return engine_.is_done(r); }
+
+std::size_t DispatchStep::tracked_accesses() const { return tracker_.size() + untracked_.size(); }
+
+void DispatchStep::track_untracked(const RequestPtr& r) {
   if (untracked_.size() >= 64) std::erase_if(untracked_, [&](const RequestPtr& x) { return is_done(x); });
   untracked_.push_back(r);
 }
 
-void Engine::dispatch(const RequestPtr& r) {
+void DispatchStep::dispatch(const RequestPtr& r) {
   switch (r->kind) {
     case Kind::wait:
       wait_preds(*r);
       log().debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, r->preds.size());
-      arm_host_side(r);
+      engine_.arm_host_side(r);
       return;
     case Kind::release: {
       const auto tile = r->accesses.front().tile->id;
@@ -24,7 +35,7 @@ void Engine::dispatch(const RequestPtr& r) {
           tile, [this](const RequestPtr& x) { return is_done(x); }, r->preds);
       tracker_.forget(tile);
       track_untracked(r);  // the tracker forgot its tile: wait_all still waits for the release
-      arm_host_side(r);
+      engine_.arm_host_side(r);
       return;
     }
     default:
@@ -33,13 +44,13 @@ void Engine::dispatch(const RequestPtr& r) {
   track_hazards(r);
   log().debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, r->preds.size());
   if (!on_device(r->kind)) {
-    arm_host_side(r);
+    engine_.arm_host_side(r);
     return;
   }
   hold_behind_host_preds(r);
 }
 
-void Engine::wait_preds(Request& w) {
+void DispatchStep::wait_preds(Request& w) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
   if (!w.wait_for.empty()) {
     w.preds = std::move(w.wait_for);
@@ -52,7 +63,7 @@ void Engine::wait_preds(Request& w) {
   }
 }
 
-void Engine::track_hazards(const RequestPtr& r) {
+void DispatchStep::track_hazards(const RequestPtr& r) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
   std::vector<RequestPtr>& preds = r->preds;
   edge_scratch_.clear();
@@ -65,9 +76,9 @@ void Engine::track_hazards(const RequestPtr& r) {
   }
   if (r->accesses.empty()) track_untracked(r);
   for (const auto& e : edge_scratch_)
-    if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(recording && is_done(e.from)))
+    if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(engine_.recording && is_done(e.from)))
       preds.push_back(e.from);
-  if (!recording) return;
+  if (!engine_.recording) return;
   for (const auto& e : edge_scratch_) {
     const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(), [&](const Access& a) {
                           return a.tile->id == e.tile;
@@ -77,7 +88,7 @@ void Engine::track_hazards(const RequestPtr& r) {
   }
 }
 
-void Engine::hold_behind_host_preds(const RequestPtr& r) {
+void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
   // Host → device edges hold the command back until the host predecessor has ended (it is then put
   // to the streaming node again, to be enqueued or, if the predecessor failed, cancelled); device →
   // device edges stay in `preds` for the streaming node, which turns them into wait-list events

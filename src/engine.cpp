@@ -76,11 +76,9 @@ Engine::Engine(const ControllerOptions& options)
       out_of_order(out_of_order_from(options, policy, choice.device)),
       context(cl_call("clCreateContext", [&] { return cl::Context(choice.device.device); })),
       programs(context, choice.device.device),
-      // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
-      // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
-      flush_policy_(policy == Policy::sync ? 1 : 2 + kernel_queue_count, 8, 50'000),
-      kernel_cache_slot_(launches_of_one_kernel_must_not_overlap(choice.device)),
-      kernel_cache_guard_(kernel_cache_slot_.taken()),
+      dispatch_step_(*this, recording),
+      streaming_step_(*this, policy == Policy::sync ? 1 : 2 + kernel_queue_count,
+                      launches_of_one_kernel_must_not_overlap(choice.device)),
       dispatcher_(graph_, tbb::flow::serial,
                   [this](const RequestPtr& r, Dispatcher::output_ports_type& ports) {
                     dispatch_and_hand_on(r, &ports);
@@ -88,8 +86,8 @@ Engine::Engine(const ControllerOptions& options)
                   }),
       streaming_(graph_, tbb::flow::serial,
                  [this](const RequestPtr& r, Streaming::gateway_type&) {
-                   std::lock_guard lock(streaming_mutex_);
-                   enqueue(r);
+                   std::lock_guard lock(streaming_step_.mutex());
+                   streaming_step_.enqueue(r);
                  }),
       host_(graph_, tbb::flow::unlimited,
             [this](const RequestPtr& r) {
@@ -114,10 +112,9 @@ Engine::Engine(const ControllerOptions& options)
   for (unsigned i = 0; i < n; ++i)
     queues.push_back(
         cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, props); }));
-  if (kernel_cache_guard_) programs.add_build_option(kernel_cache_slot_.build_option());
+  if (streaming_step_.chains_launches()) programs.add_build_option(streaming_step_.kernel_cache().build_option());
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
-  tracker_.keep_completed(recording);
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
   drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
@@ -244,7 +241,7 @@ void Engine::refuse_blocking_inside_host_task(const std::string& what) const {
 
 void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_type* ports) {
   try {
-    dispatch(r);
+    dispatch_step_.dispatch(r);
   } catch (const std::exception& e) {
     // A node body that throws would leave the request pending for good.
     fail_internally(r, "the dispatcher", e);
@@ -253,13 +250,13 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
   if (!on_device(r->kind)) return;
   // Counted before the hand-over: the streaming node flushes what it held back when it runs dry.
   if (ports) {
-    streaming_backlog_.fetch_add(1, std::memory_order_relaxed);
+    streaming_step_.handed_over();
     std::get<0>(*ports).try_put(r);
     return;
   }
-  if (streaming_backlog_.fetch_add(1, std::memory_order_acq_rel) == 0) {
-    if (std::unique_lock lock(streaming_mutex_, std::try_to_lock); lock) {
-      enqueue(r);
+  if (streaming_step_.handed_over(std::memory_order_acq_rel) == 0) {
+    if (std::unique_lock lock(streaming_step_.mutex(), std::try_to_lock); lock) {
+      streaming_step_.enqueue(r);
       return;
     }
   }
@@ -669,7 +666,7 @@ bool Engine::is_done(const RequestPtr& r) {
 
 std::size_t Engine::tracked_accesses() const {
   // Only meaningful while the dispatcher is idle (tests call it after wait_all).
-  return tracker_.size() + untracked_.size();
+  return dispatch_step_.tracked_accesses();
 }
 
 }  // namespace hetflow::detail

@@ -17,10 +17,9 @@
 #include <tuple>
 
 #include "completion_poller.hpp"
-#include "dependency_tracker.hpp"
+#include "dispatcher.hpp"
+#include "opencl_streaming.hpp"
 #include "flow_topology.hpp"
-#include "flush_policy.hpp"
-#include "pocl_kernel_cache.hpp"
 #include "request.hpp"
 
 namespace hetflow::detail {
@@ -78,9 +77,7 @@ class Engine {
   bool device_times(cl_event ev, std::int64_t& start_ns, std::int64_t& end_ns) const;
   std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
-  // Graph-side steps, one file each under graph_nodes/.
-  void dispatch(const RequestPtr& r);              // dispatcher.cpp
-  void enqueue(const RequestPtr& r);               // opencl_streaming.cpp
+  // Graph-side steps, one file each under graph_nodes/ (the dispatcher's: DispatchStep).
   void on_device_complete(const RequestPtr& r);    // callback_receiver.cpp
   void finish_device(Request& r, cl_int status);   // an ended command's outcome, from its status
   void settle_running_preds(Request& r);           // first the outcomes of what it waited on
@@ -121,7 +118,6 @@ class Engine {
   std::vector<Failure> take_failures(const TileState* tile);  // null = all
   void record_failure(Request& r, Status s);                  // under r.m
 
-  using Tracker = DependencyTracker<RequestPtr>;
   using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
   using Streaming = tbb::flow::async_node<RequestPtr, RequestPtr>;
   using HostNode = tbb::flow::function_node<RequestPtr, tbb::flow::continue_msg>;
@@ -139,23 +135,6 @@ class Engine {
   void refuse_blocking_inside_host_task(const std::string& what) const;
   RequestPtr blocking_candidate(Request& wait);                           // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
-  // The streaming node's steps (opencl_streaming.cpp): count what r waits for, enqueue it once
-  // nothing is left, and hand on the requests held back behind it.
-  void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
-  void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
-  // dispatch's phases: what a wait waits for, a request's hazards (and their records), a device
-  // request's host → device edges.
-  void wait_preds(Request& wait);
-  void track_hazards(const RequestPtr& r);
-  void hold_behind_host_preds(const RequestPtr& r);
-  // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
-  // PoCL chaining they need, the driver call, then what r's enqueue releases.
-  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running);
-  void flush_for_wait(unsigned lane, unsigned own_lane);
-  void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
-  cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
-  void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
-                     std::vector<RequestPtr>& released);
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
   // its predecessors have.
   void end_after_preds(const RequestPtr& r, Status s, std::string why);
@@ -178,35 +157,19 @@ class Engine {
   // submit() adds to it). At zero the node is idle, so the submitting thread may run the
   // dispatcher's step itself (Engine::submit).
   std::atomic<std::size_t> dispatcher_pending_{0};
-  // The streaming node's body holds it; so does a submitting thread that runs the streaming step
-  // itself while the node is idle. Everything "owned by the streaming node" below is under it.
-  std::mutex streaming_mutex_;
   std::mutex helper_mutex_;  // held by the one waiting thread that runs graph tasks (wait_request)
   std::uint64_t next_id_ = 1;
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
 
-  // Owned by the dispatcher step (the node's serial body, or a submitting thread while the node is
-  // idle, under submit_mutex_): no lock of its own.
-  Tracker tracker_;
-  std::vector<RequestPtr> untracked_;  // requests the tracker does not hold (no tile access, frees), for wait_all
-  void track_untracked(const RequestPtr& r);
-  std::vector<Tracker::Edge> edge_scratch_;
+  // The dispatcher's step and the hazard tracker it owns (graph_nodes/dispatcher.hpp).
+  friend class DispatchStep;
+  DispatchStep dispatch_step_;
 
-  // Owned by the streaming step (the node's body, or a submitting thread while the node is idle),
-  // under streaming_mutex_. The dispatcher counts what it hands over, so the streaming step knows
-  // when it ran dry and flushes what it held back.
-  FlushPolicy flush_policy_;
-  std::atomic<std::size_t> streaming_backlog_{0};
-  // PoCL < 7.0 (docs/drivers.md): launches of one kernel are chained, and this controller's
-  // programs carry its slot's build option.
-  KernelCacheSlot kernel_cache_slot_;
-  bool kernel_cache_guard_ = false;
-  struct LastLaunch {
-    cl::Event event;
-    unsigned lane = 0;
-  };
-  std::map<std::string, LastLaunch> last_launch_;  // by kernel name
+  // The streaming node's step and what it owns: flushes, its backlog, the PoCL launch chain
+  // (graph_nodes/opencl_streaming.hpp).
+  friend class StreamingStep;
+  StreamingStep streaming_step_;
 
   std::mutex watched_mutex_;
   std::vector<RequestPtr> watched_;  // device requests with a host-side consumer, not yet seen complete

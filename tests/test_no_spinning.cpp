@@ -55,7 +55,7 @@ int repeats_for(Controller& c, const Kernel& k, Tile<float>& a, Tile<float>& b, 
 
 void check_about_one_core(double cpu, double wall, const char* what) {
   INFO(std::string(what) << ": process CPU " << cpu << " s over " << wall << " s of wall time");
-  CHECK(wall > 0.3);             // the kernel dominated the window
+  CHECK(wall > 0.3);               // the kernel dominated the window
   CHECK(cpu < 1.5 * wall + 0.05);  // one busy kernel thread, the rest asleep
 }
 

@@ -1,0 +1,67 @@
+#pragma once
+// The OpenCL streaming node (docs/architecture.md, "The flow of a request"): serial, so each queue
+// receives its commands in program order, except those held back until a host predecessor has ended.
+// It enqueues with event wait lists and returns at once. It owns what only the enqueuing side
+// touches: when each queue is flushed (src/flush_policy.hpp), how many device requests were handed to
+// it and not yet taken (so it knows when a burst ended), and, on PoCL < 7.0, the last launch of each
+// kernel (docs/drivers.md, "One kernel, several launches at once"). Its step runs in the node's body,
+// or on a submitting thread while the node is idle, always under mutex().
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "flush_policy.hpp"
+#include "pocl_kernel_cache.hpp"
+#include "request.hpp"
+
+namespace hetflow::detail {
+
+class Engine;
+
+class StreamingStep {
+ public:
+  // `queues`: the engine's lanes; `chain_launches`: launches of one kernel must not overlap (PoCL < 7.0).
+  StreamingStep(Engine& engine, std::size_t queues, bool chain_launches);
+
+  std::mutex& mutex() { return mutex_; }
+  // The step, under mutex(): r, then the commands its enqueue releases (they waited for r's event).
+  void enqueue(const RequestPtr& r);
+  // A device request is on its way to the step (counted before the hand-over): the step flushes
+  // what it held back when the count drops to zero. Returns the count before this one.
+  std::size_t handed_over(std::memory_order order = std::memory_order_relaxed) {
+    return backlog_.fetch_add(1, order);
+  }
+  // Under mutex(): the flush OpenCL requires before a command on another queue waits on `lane`.
+  void flush_for_wait(unsigned lane, unsigned own_lane);
+  void flushed(unsigned lane) { flush_policy_.flushed(lane); }
+  bool chains_launches() const { return kernel_cache_.taken(); }
+  const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
+
+ private:
+  // Count what r waits for, then enqueue it once nothing is left.
+  void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
+  // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
+  // PoCL chaining they need, the driver call, then what r's enqueue releases.
+  void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
+  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running);
+  void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
+  cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
+  void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
+                     std::vector<RequestPtr>& released);
+
+  Engine& engine_;
+  std::mutex mutex_;
+  FlushPolicy flush_policy_;
+  std::atomic<std::size_t> backlog_{0};
+  KernelCacheSlot kernel_cache_;  // this controller's slot; its programs carry the slot's build option
+  struct LastLaunch {
+    cl::Event event;
+    unsigned lane = 0;
+  };
+  std::map<std::string, LastLaunch> last_launch_;  // by kernel name, when launches are chained
+};
+
+}  // namespace hetflow::detail
