@@ -24,10 +24,10 @@ class DispatchStep {
 
  private:
   using Tracker = DependencyTracker<RequestPtr>;
-  void wait_preds(Request& wait);              // what a wait waits for
-  void track_hazards(const RequestPtr& r);     // r's hazards (and their records)
+  void wait_preds(Request& wait);                    // what a wait waits for
+  void track_hazards(const RequestPtr& r);           // r's hazards (and their records)
   void hold_behind_host_preds(const RequestPtr& r);  // a device request's host → device edges
-  void track_untracked(const RequestPtr& r);   // a request the tracker does not hold, for wait_all
+  void track_untracked(const RequestPtr& r);         // a request the tracker does not hold, for wait_all
   bool is_done(const RequestPtr& r);
 
   Engine& engine_;

@@ -31,9 +31,7 @@ class StreamingStep {
   void enqueue(const RequestPtr& r);
   // A device request is on its way to the step (counted before the hand-over): the step flushes
   // what it held back when the count drops to zero. Returns the count before this one.
-  std::size_t handed_over(std::memory_order order = std::memory_order_relaxed) {
-    return backlog_.fetch_add(1, order);
-  }
+  std::size_t handed_over(std::memory_order order = std::memory_order_relaxed) { return backlog_.fetch_add(1, order); }
   // Under mutex(): the flush OpenCL requires before a command on another queue waits on `lane`.
   void flush_for_wait(unsigned lane, unsigned own_lane);
   void flushed(unsigned lane) { flush_policy_.flushed(lane); }

@@ -3,14 +3,11 @@
 // submits it; its completion hook records the chunk's time and asks for the next. CPU chunks are
 // completion hooks themselves (they run whatever the policy, never blocking); device chunks are the
 // body's launches, a region D2H per write and a hook. The calling thread only waits for the end.
-#include <hetflow/parallel_for.hpp>
+#include "hetero_loop.hpp"
 
 #include <tbb/info.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <set>
 
 #include "engine.hpp"
 #include "log.hpp"
@@ -55,49 +52,24 @@ unsigned default_cpu_workers() {
 }
 }  // namespace
 
-class LoopState {
- public:
-  LoopState(Controller& c, LoopBody body, LoopOptions options)
-      : c_(c),
-        body_(std::move(body)),
-        options_(std::move(options)),
-        cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
-        scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_)) {
-    if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
-    if (!body_.cpu && !body_.device)
-      throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
-    if (!body_.writes) throw UsageError("parallel_for: the loop body must say what a chunk writes (LoopBody::writes)");
-  }
+LoopState::LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node)
+    : c_(c),
+      options_(std::move(options)),
+      cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
+      scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_)),
+      flow_node_(flow_node) {
+  if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
+}
 
-  LoopReport run(std::size_t n);
+void LoopState::check(const LoopBody& body) {
+  if (!body.cpu && !body.device) throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
+  if (!body.writes) throw UsageError("parallel_for: the loop body must say what a chunk writes (LoopBody::writes)");
+}
 
- private:
-  void next_cpu();
-  void next_device();
-  // Hands out the next chunk to a token of one side, or drops the token (false). Under m_.
-  bool take(bool cpu, Chunk& chunk);
-  void chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure);
-  void note_tiles(const std::vector<Access>& accesses);  // under m_
-  void device_chunk_synchronously(Chunk chunk);          // sync policy: from the calling thread
-
-  Controller& c_;
-  LoopBody body_;
-  LoopOptions options_;
-  unsigned cpu_workers_;
-  std::unique_ptr<LoopScheduler> scheduler_;
-  unsigned device_slots_ = options_.device_slots;
-  double last_call_seconds_ = 0;
-
-  // One call's state, under m_.
-  std::mutex m_;
-  std::condition_variable ended_;
-  std::size_t n_ = 0, next_ = 0;
-  unsigned tokens_ = 0, in_flight_ = 0;
-  bool stopping_ = false;
-  std::string first_failure_;
-  LoopReport report_;
-  std::set<std::shared_ptr<TileState>> tiles_;
-};
+void LoopState::set_body(LoopBody body) {
+  check(body);
+  body_ = std::move(body);
+}
 
 bool LoopState::take(bool cpu, Chunk& chunk) {
   const std::size_t remaining = n_ - next_;
@@ -129,7 +101,7 @@ void LoopState::chunk_ended(bool cpu, Chunk chunk, double seconds, const std::st
     else
       scheduler_->record_device(0, chunk.size(), seconds);
   }
-  std::lock_guard lock(m_);
+  std::unique_lock lock(m_);
   auto& side = report_.sides[cpu ? 0 : 1];
   side.iterations += chunk.size();
   side.chunks += 1;
@@ -140,16 +112,26 @@ void LoopState::chunk_ended(bool cpu, Chunk chunk, double seconds, const std::st
     stopping_ = true;
   }
   --in_flight_;
-  if (in_flight_ == 0 && tokens_ == 0) ended_.notify_all();
+  notify_if_ended(lock);
+}
+
+void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
+  if (in_flight_ != 0 || tokens_ != 0) return;
+  ended_.notify_all();
+  if (!done_) return;
+  auto done = std::move(done_);
+  done_ = nullptr;
+  lock.unlock();
+  done(end_of_call());
 }
 
 void LoopState::next_cpu() {
   Chunk chunk;
   std::vector<Access> roles;
   {
-    std::lock_guard lock(m_);
+    std::unique_lock lock(m_);
     if (!take(true, chunk)) {
-      if (in_flight_ == 0 && tokens_ == 0) ended_.notify_all();
+      notify_if_ended(lock);
       return;
     }
     roles = body_.reads;
@@ -157,6 +139,7 @@ void LoopState::next_cpu() {
     note_tiles(roles);
   }
   const std::string name = "cpu chunk " + range_text(chunk);
+  Engine::FlowNodeScope made_by(flow_node_);
   try {
     c_.submit_hook(
         name,
@@ -185,9 +168,9 @@ void LoopState::next_cpu() {
         std::move(roles));
   } catch (const std::exception& e) {
     chunk_ended(true, chunk, 0, std::string("was refused: ") + e.what());
-    std::lock_guard lock(m_);
+    std::unique_lock lock(m_);
     --tokens_;
-    if (in_flight_ == 0 && tokens_ == 0) ended_.notify_all();
+    notify_if_ended(lock);
   }
 }
 
@@ -195,14 +178,15 @@ void LoopState::next_device() {
   Chunk chunk;
   std::vector<Access> writes;
   {
-    std::lock_guard lock(m_);
+    std::unique_lock lock(m_);
     if (!take(false, chunk)) {
-      if (in_flight_ == 0 && tokens_ == 0) ended_.notify_all();
+      notify_if_ended(lock);
       return;
     }
     writes = body_.writes(chunk);
     note_tiles(writes);
   }
+  Engine::FlowNodeScope made_by(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
   auto kernels = std::make_shared<std::vector<RequestPtr>>();
   try {
@@ -230,9 +214,9 @@ void LoopState::next_device() {
         std::move(back));
   } catch (const std::exception& e) {
     chunk_ended(false, chunk, 0, std::string("was refused: ") + e.what());
-    std::lock_guard lock(m_);
+    std::unique_lock lock(m_);
     --tokens_;
-    if (in_flight_ == 0 && tokens_ == 0) ended_.notify_all();
+    notify_if_ended(lock);
   }
 }
 
@@ -253,12 +237,10 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   chunk_ended(false, chunk, device_seconds(engine_of(c_), kernels, seconds_since(t0)), failure);
 }
 
-LoopReport LoopState::run(std::size_t n) {
+void LoopState::begin(std::size_t n) {
   auto& engine = engine_of(c_);
-  if (const Request* task = engine.host_task_on_this_thread())
-    throw UsageError("parallel_for inside host task '" + task->name +
-                     "' of the same controller would wait for the graph that runs the task");
-  const auto t0 = std::chrono::steady_clock::now();
+  Engine::FlowNodeScope made_by(flow_node_);
+  started_ = std::chrono::steady_clock::now();
   scheduler_->restart(n, last_call_seconds_);
   {
     std::lock_guard lock(m_);
@@ -273,68 +255,115 @@ LoopReport LoopState::run(std::size_t n) {
     note_tiles(body_.reads);
     // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously).
     const unsigned device_tokens = !body_.device ? 0 : engine.policy == Policy::sync ? 1 : device_slots_;
-    tokens_ = (body_.cpu ? cpu_workers_ : 0) + device_tokens;
+    // The tokens are counted before any is handed out, so no chunk can see the call ended early.
+    tokens_ = n == 0 ? 0 : (body_.cpu ? cpu_workers_ : 0) + device_tokens;
   }
-  const bool sync_device = body_.device && engine.policy == Policy::sync;
-  if (n > 0) {
-    if (body_.device)
-      for (const auto& r : body_.reads)
-        if (!r.tile->device_only) c_.submit_transfer(true, Access{r.tile, r.box, Role::in});
-    if (body_.cpu)
-      for (unsigned i = 0; i < cpu_workers_; ++i) next_cpu();
-    if (sync_device) {
-      // Under sync every transfer blocks, which a hook may not do: the calling thread is the
-      // device's token.
-      for (;;) {
-        Chunk chunk;
-        {
-          std::lock_guard lock(m_);
-          if (!take(false, chunk)) break;
-          note_tiles(body_.writes(chunk));
+  if (n == 0) return;
+  if (body_.device)
+    for (const auto& r : body_.reads)
+      if (!r.tile->device_only) c_.submit_transfer(true, Access{r.tile, r.box, Role::in});
+  if (body_.cpu)
+    for (unsigned i = 0; i < cpu_workers_; ++i) next_cpu();
+  if (!body_.device) return;
+  if (engine.policy == Policy::sync) {
+    // Under sync every transfer blocks, which a hook may not do: the calling thread is the
+    // device's token.
+    for (;;) {
+      Chunk chunk;
+      {
+        std::unique_lock lock(m_);
+        if (!take(false, chunk)) {
+          notify_if_ended(lock);
+          break;
         }
-        device_chunk_synchronously(chunk);
+        note_tiles(body_.writes(chunk));
       }
-    } else if (body_.device) {
-      for (unsigned i = 0; i < device_slots_; ++i) next_device();
+      device_chunk_synchronously(chunk);
     }
-  } else {
-    std::lock_guard lock(m_);
-    tokens_ = 0;
+    return;
   }
+  for (unsigned i = 0; i < device_slots_; ++i) next_device();
+}
+
+LoopState::Ended LoopState::end_of_call() {
+  std::lock_guard lock(m_);
+  Ended e;
+  report_.seconds = seconds_since(started_);
+  last_call_seconds_ = report_.seconds;
+  report_.scheduler = scheduler_->name();
+  log().debug("parallel_for over {}: cpu {} iterations in {} chunks, device {} in {}; {}", n_,
+              report_.sides[0].iterations, report_.sides[0].chunks, report_.sides[1].iterations,
+              report_.sides[1].chunks, report_.scheduler);
+  e.report = report_;
+  e.failure = first_failure_;
+  e.tiles.assign(tiles_.begin(), tiles_.end());
+  return e;
+}
+
+LoopState::Ended LoopState::run_to_end(std::size_t n) {
+  auto& engine = engine_of(c_);
+  if (const Request* task = engine.host_task_on_this_thread())
+    throw UsageError("parallel_for inside host task '" + task->name +
+                     "' of the same controller would wait for the graph that runs the task");
+  begin(n);
   // The calling thread helps run the graph's tasks rather than only sleep: with a CPU token per
   // worker thread, the device's completion hooks would otherwise find every worker busy with a CPU
   // chunk and the device would idle until one ended (seed 002's starved GPU token, Fig. 47; seen on
   // the H200 as the device getting 1.6 % of a Barnes-Hut loop it runs 140x faster than the CPU).
-  std::unique_lock lock(m_);
-  const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
-  while (!all_ended()) {
-    lock.unlock();
-    engine.help_run_graph();  // returns once the graph is idle: the device's chunk is in flight
-    lock.lock();
-    ended_.wait_for(lock, std::chrono::milliseconds(1), all_ended);
+  {
+    std::unique_lock lock(m_);
+    const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
+    while (!all_ended()) {
+      lock.unlock();
+      engine.help_run_graph();  // returns once the graph is idle: the device's chunk is in flight
+      lock.lock();
+      ended_.wait_for(lock, std::chrono::milliseconds(1), all_ended);
+    }
   }
-  const auto tiles = tiles_;
-  const std::string failure = first_failure_;
-  lock.unlock();
+  return end_of_call();
+}
+
+LoopReport LoopState::run(std::size_t n) {
+  Ended e = run_to_end(n);
   // The chunks' own requests report their failures (a body's exception, a kernel's error) here.
-  for (const auto& t : tiles) c_.wait_tile(t);
-  if (!failure.empty()) throw Error("parallel_for: " + failure);
-  report_.seconds = seconds_since(t0);
-  last_call_seconds_ = report_.seconds;
-  report_.scheduler = scheduler_->name();
-  log().debug("parallel_for over {}: cpu {} iterations in {} chunks, device {} in {}; {}", n,
-              report_.sides[0].iterations, report_.sides[0].chunks, report_.sides[1].iterations,
-              report_.sides[1].chunks, report_.scheduler);
-  return report_;
+  for (const auto& t : e.tiles) c_.wait_tile(t);
+  if (!e.failure.empty()) throw Error("parallel_for: " + e.failure);
+  return e.report;
+}
+
+void LoopState::start(std::size_t n, std::function<void(Ended)> done) {
+  if (engine_of(c_).policy == Policy::sync)
+    throw UsageError("a started loop needs the async policy: under sync every transfer blocks (use run)");
+  {
+    std::lock_guard lock(m_);
+    done_ = std::move(done);
+  }
+  try {
+    begin(n);
+  } catch (...) {  // refused before any chunk was handed out (the reads' transfers): no end to report
+    std::lock_guard lock(m_);
+    done_ = nullptr;
+    tokens_ = 0;
+    throw;
+  }
+  std::unique_lock lock(m_);
+  notify_if_ended(lock);  // n == 0, or every chunk already ended
 }
 
 }  // namespace hetflow::detail
 
 namespace hetflow {
 
-HeteroLoop::HeteroLoop(Controller& device, LoopBody body, LoopOptions options)
-    : state_(std::make_unique<detail::LoopState>(device, std::move(body), std::move(options))) {}
+HeteroLoop::HeteroLoop(Controller& device, LoopBody body, LoopOptions options) : controller_(device) {
+  detail::LoopState::check(body);
+  state_ = std::make_unique<detail::LoopState>(
+      device, std::move(options), detail::engine_of(device).flow_topology().add_node("parallel_for", "parallel_for"));
+  state_->set_body(std::move(body));
+}
 HeteroLoop::~HeteroLoop() = default;
-LoopReport HeteroLoop::operator()(std::size_t n) { return state_->run(n); }
+LoopReport HeteroLoop::operator()(std::size_t n) {
+  detail::engine_of(controller_).flow_topology().arrived({}, state_->flow_node());  // a call, in the dumps
+  return state_->run(n);
+}
 
 }  // namespace hetflow

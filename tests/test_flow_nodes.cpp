@@ -462,3 +462,106 @@ TEST_CASE("a join of two kernel branches: flow::merge keeps either branch's fail
   CHECK(dot.find("f3 -> f4 [label=\"12\"]") != std::string::npos);
   CHECK(dot.find("f0 -> f1 [label=\"12\"]") != std::string::npos);
 }
+
+namespace {
+struct Step : hf::Message {
+  Tile<float> x, y;
+};
+// y[i] = x[i] * 0.75 + k on both sides: mix_inputs(x, x, y, n, k) on the device, the same on the CPU.
+hf::Loop mix_loop(const Step& s, const Kernel& k, float add, std::atomic<int>* throw_at = nullptr) {
+  const std::size_t n = s.x.size();
+  hf::Loop l;
+  l.n = n;
+  l.body.cpu = [x = s.x, y = s.y, add, throw_at](Chunk ch) mutable {
+    if (throw_at && ch.begin <= std::size_t(throw_at->load()) && std::size_t(throw_at->load()) < ch.end)
+      throw std::runtime_error("bad iteration " + std::to_string(throw_at->load()));
+    for (auto i = ch.begin; i < ch.end; ++i) y[i] = x[i] * 0.5f + x[i] * 0.25f + add;
+  };
+  l.body.device = [x = s.x, y = s.y, k, n, add](Controller& c, Chunk ch) {
+    c.launch(k, Range(ch.size()).offset(ch.begin), in(x), in(x), out(y.region(span_of(ch))), int(n), add);
+  };
+  l.body.reads = {in(s.x)};
+  l.body.writes = [y = s.y](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  return l;
+}
+}  // namespace
+
+TEST_CASE("a loop node runs one balanced loop per message, in order, on data a kernel node left on the device") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(std::string(to_string(policy)));
+    Controller c(test::options(policy, 2));
+    auto mix = c.kernel("hetflow_test.cl", "mix_inputs");
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    const int N = 5;
+    const std::size_t len = 10'007;  // not a multiple of anything
+    std::atomic<int> throw_at{-1};
+    graph g;
+    // x = seq, scaled on the device (x*2+1, device-latest), then the loop reads it: the node must bring it back.
+    hf::host_node<Step> fill(
+        g, c, [](const Step& s) { return hf::touch(out(s.x)); },
+        [](Step& s) { std::fill(s.x.data(), s.x.data() + s.x.size(), float(s.seq)); }, {.name = "fill"});
+    hf::kernel_node<Step> twice(g, c, scale,
+                                [&](const Step& s) { return hf::launch(Range(len), io(s.x), int(len), 2.0f); });
+    hf::loop_node<Step> balance(g, c,
+                                [&](const Step& s) { return mix_loop(s, mix, 1.0f, s.seq == 3 ? &throw_at : nullptr); },
+                                {.scheduler = "static:0.5", .cpu_workers = 2}, {.name = "balance"});
+    std::mutex m;
+    std::vector<std::uint64_t> order;
+    std::map<std::uint64_t, std::string> errors;
+    std::atomic<int> wrong{0};
+    hf::host_node<Step> check(
+        g, c, [](const Step& s) { return hf::touch(in(s.y)); },
+        [&](Step& s) {
+          const float x = float(s.seq) * 2.0f + 1.0f, want = x * 0.5f + x * 0.25f + 1.0f;
+          for (std::size_t i = 0; i < len; ++i)
+            if (s.y[i] != want) ++wrong;
+        },
+        {.name = "check", .concurrency = 1});
+    function_node<Step> sink(g, serial, [&](const Step& s) {
+      std::lock_guard lock(m);
+      order.push_back(s.seq);
+      errors[s.seq] = s.error;
+    });
+    make_edge(fill, twice);
+    make_edge(twice, balance);
+    make_edge(balance, check);
+    make_edge(check, sink);
+    throw_at = 17;
+    for (int i = 0; i < N; ++i) {
+      Step s;
+      s.seq = std::uint64_t(i);
+      s.x = c.tile<float>(len, "x" + std::to_string(i));
+      s.y = c.tile<float>(len, "y" + std::to_string(i));
+      fill.try_put(s);
+    }
+    g.wait_for_all();
+    c.wait_all();  // the failed chunk's requests were taken by its message: nothing left to report
+
+    CHECK(wrong.load() == 0);
+    REQUIRE(errors.size() == std::size_t(N));
+    for (const auto& [seq, error] : errors) {
+      CAPTURE(seq);
+      if (seq == 3)
+        CHECK(error.find("node 'balance': parallel_for: cpu chunk") != std::string::npos);
+      else
+        CHECK(error.empty());
+    }
+    // One loop at a time, in arrival order; the last one split between both sides.
+    const LoopReport last = balance.last_report();
+    REQUIRE(last.sides.size() == 2);
+    CHECK(last.sides[0].iterations + last.sides[1].iterations == len);
+    CHECK(last.sides[0].iterations > 0);
+    CHECK(last.sides[1].iterations > 0);
+    const GraphInfo info = graph_info(c);
+    const auto node = std::find_if(info.flow_nodes.begin(), info.flow_nodes.end(),
+                                   [](const FlowNodeRecord& n) { return n.name == "balance"; });
+    REQUIRE(node != info.flow_nodes.end());
+    CHECK(node->kind == "loop_node");
+    CHECK(node->messages == std::uint64_t(N));
+    const auto recs = c.records();
+    // Its chunks' requests name it: the launches its device body made on the Controller too.
+    CHECK(std::count_if(recs.begin(), recs.end(), [&](const RequestRecord& r) {
+            return r.flow_node == node->id && r.kind == "kernel" && r.name == "mix_inputs";
+          }) >= N - 1);
+  }
+}

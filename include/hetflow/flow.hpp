@@ -1,9 +1,9 @@
 #pragma once
-// Nodes for the user's own tbb::flow::graph (docs/flow-nodes.md): a kernel launch, a host function and
-// the hand-off to plain TBB nodes, each a node that composes with input_node, limiter_node, join_node,
-// sequencer_node, buffer_node and make_edge. A message is any copyable struct derived from
-// hetflow::flow::Message holding the tiles its work uses; each node says, from the message, what it
-// does to which tiles, and the controller orders the requests by their hazards as for every request.
+// Nodes for the user's own tbb::flow::graph (docs/flow-nodes.md): a kernel launch, a host function, a
+// loop balanced between the CPU and the device, and the hand-off to plain TBB nodes, each a node that composes with
+// input_node, limiter_node, join_node, sequencer_node, buffer_node and make_edge. A message is any copyable struct
+// derived from hetflow::flow::Message holding the tiles its work uses; each node says, from the message, what it does
+// to which tiles, and the controller orders the requests by their hazards as for every request.
 //
 //   struct Frame : hetflow::flow::Message { hetflow::Tile<float> in, out; };
 //   hetflow::flow::kernel_node<Frame> blur(g, ctl, ctl.kernel("blur.cl", "blur"), [&](const Frame& f) {
@@ -31,6 +31,11 @@
 #include <vector>
 
 #include <hetflow/controller.hpp>
+#include <hetflow/parallel_for.hpp>
+
+namespace hetflow::detail {
+class LoopState;
+}
 
 namespace hetflow::flow {
 
@@ -101,6 +106,12 @@ Touch touch(A&&... roles) {
   return Touch{{Access(std::forward<A>(roles))...}};
 }
 
+// A loop node's work for one message: iterations [0, n) of `body` (include/hetflow/parallel_for.hpp).
+struct Loop {
+  std::size_t n = 0;
+  LoopBody body;
+};
+
 // when_submitted: a kernel node passes the message on once its launch is submitted (the next kernel
 // node's launch is ordered after it on the device: no round trip to the host between them).
 // when_complete: once the kernel has ended (to time it, or to feed a node that is not hetflow's).
@@ -126,6 +137,7 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   const NodeOptions& options() const { return options_; }
   // A message reached this node: counted on the edge from the node it left last, which is now this one.
   void arrived(Message& m);
+  std::uint32_t id() const { return id_; }
 
   // The kernel's launch, after the transfers its reads need; the tiles it writes become device-latest.
   // Returns the written tiles' device images, for the completion hook.
@@ -151,6 +163,41 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   std::recursive_mutex order_m_;  // recursive: a refused hook runs its function at once, which submits the next
   std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
   bool order_busy_ = false;
+};
+
+// How a loop node's call ended: what the loop did, its first failure ("" if none), the tiles its
+// chunks used (where the failed requests are).
+struct LoopEnd {
+  LoopReport report;
+  std::string failure;
+  std::vector<std::shared_ptr<hetflow::detail::TileState>> tiles;
+  std::vector<FailedRequest> failures;  // under sync, already taken from the controller
+};
+
+// The message-independent part of a loop_node (graph_nodes/loop_node.cpp): one loop whose scheduler
+// serves every message, and the loops waiting their turn (one call at a time, in arrival order).
+class LoopCore : public std::enable_shared_from_this<LoopCore> {
+ public:
+  LoopCore(Controller& c, std::string name, LoopOptions loop, NodeOptions options);
+  ~LoopCore();
+  NodeCore& node() { return *node_; }
+  // Checks l's body and brings back the tiles it reads whose latest contents are on the device (its
+  // CPU chunks read the host images, and the loop moves what it reads to the device itself).
+  void prepare(const Loop& l, Message& m);
+  // Runs l once the loops before it have ended; `done` then, on the thread that ended its last chunk
+  // (under sync: here, once it ran).
+  void enqueue(Loop l, std::function<void(LoopEnd)> done);
+  LoopReport last_report() const;
+
+ private:
+  void start(Loop l, std::function<void(LoopEnd)> done);  // with nothing running
+  Controller& c_;
+  std::shared_ptr<NodeCore> node_;
+  std::unique_ptr<hetflow::detail::LoopState> loop_;
+  mutable std::mutex m_;
+  std::deque<std::pair<Loop, std::function<void(LoopEnd)>>> waiting_;
+  bool busy_ = false;
+  LoopReport last_;
 };
 
 // What every node here is: a composite_node around an async_node whose body submits requests and
@@ -309,6 +356,69 @@ class to_host_node : public host_node<Msg> {
     if (o.name.empty()) o.name = "to_host";
     return o;
   }
+};
+
+// Runs one heterogeneous loop per message (include/hetflow/parallel_for.hpp): fn(const Msg&) ->
+// flow::Loop{n, body}, its iterations balanced between CPU workers and the device by one scheduler
+// (LoopOptions::scheduler) that serves every message, so its measurements carry over as a
+// HeteroLoop's calls do. One loop at a time: messages that arrive meanwhile wait their turn, in
+// arrival order. The tiles the body reads are brought back first where their latest contents are on
+// the device; the message goes on once every chunk has ended and its writes are in the host images
+// (those tiles are then host-latest). A chunk that failed marks the message failed (Message::error
+// names the chunk), as a throwing fn does. Under sync the loop runs inside the node's body.
+template <class Msg>
+class loop_node : public detail::async_node_base<Msg> {
+  using base = detail::async_node_base<Msg>;
+  using async = typename base::async;
+
+ public:
+  template <class Fn>
+  loop_node(tbb::flow::graph& g, Controller& c, Fn fn, LoopOptions loop = {}, NodeOptions o = {})
+      : loop_node(
+            g, std::make_shared<detail::LoopCore>(c, o.name.empty() ? std::string("loop") : o.name, std::move(loop), o),
+            std::move(fn)) {}
+  // What the last loop that ended did (sides, chunks, the scheduler's decisions).
+  LoopReport last_report() const { return core_->last_report(); }
+
+ private:
+  template <class Fn>
+  loop_node(tbb::flow::graph& g, std::shared_ptr<detail::LoopCore> core, Fn fn)
+      : base(g, tbb::flow::serial,
+             [core, fn = std::move(fn)](const Msg& in, typename async::gateway_type& gw) {
+               Msg m = in;
+               core->node().arrived(m);
+               if (m.failed()) {
+                 gw.try_put(m);
+                 return;
+               }
+               Loop l;
+               try {
+                 l = fn(m);
+                 core->prepare(l, m);
+               } catch (...) {
+                 detail::NodeCore::note_exception(m, core->node().name(), std::current_exception());
+                 gw.try_put(m);
+                 return;
+               }
+               gw.reserve_wait();
+               auto* gate = &gw;
+               core->enqueue(std::move(l), [core, gate, m](detail::LoopEnd end) mutable {
+                 for (auto& t : end.tiles)
+                   if (std::find(m.touched_tiles.begin(), m.touched_tiles.end(), t) == m.touched_tiles.end())
+                     m.touched_tiles.push_back(t);
+                 m.failures.insert(m.failures.end(), end.failures.begin(), end.failures.end());
+                 if (!end.failure.empty()) {
+                   const std::string error = "node '" + core->node().name() + "': parallel_for: " + end.failure;
+                   core->node().take_failures(m, Outcome{error});
+                   m.error = error;
+                 }
+                 gate->try_put(m);
+                 gate->release_wait();
+               });
+             }),
+        core_(std::move(core)) {}
+
+  std::shared_ptr<detail::LoopCore> core_;
 };
 
 }  // namespace hetflow::flow

@@ -104,6 +104,7 @@ class HeteroLoop {
   LoopReport operator()(std::size_t n);
 
  private:
+  Controller& controller_;
   std::unique_ptr<detail::LoopState> state_;
 };
 
