@@ -29,16 +29,16 @@ Policy parse_policy(const std::string& text);
 enum class QueueOrder { in_order, out_of_order };
 
 struct ControllerOptions {
-  std::string device;                     // a device selection (see select_device); empty = HETFLOW_DEVICE or default
-  std::optional<Policy> policy;           // unset = HETFLOW_POLICY, else async
-  std::optional<unsigned> kernel_queues;  // unset = HETFLOW_KERNEL_QUEUES, else 1 (async only)
+  std::string device{};                     // a device selection (see select_device); empty = HETFLOW_DEVICE or default
+  std::optional<Policy> policy{};           // unset = HETFLOW_POLICY, else async
+  std::optional<unsigned> kernel_queues{};  // unset = HETFLOW_KERNEL_QUEUES, else 1 (async only)
   // unset = HETFLOW_QUEUE_ORDER, else out of order on CPU devices and in order on GPUs (async only;
   // falls back to in order where the device cannot run a queue out of order)
-  std::optional<QueueOrder> queue_order;
-  std::optional<bool> record;  // keep every request for dumps; unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set
+  std::optional<QueueOrder> queue_order{};
+  std::optional<bool> record{};  // keep every request for dumps; unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set
   // OpenCL profiling on every queue: the device times in dumps and traces. It costs ~5 us per
   // kernel on NVIDIA's OpenCL, so unset = on only when recording.
-  std::optional<bool> profiling;
+  std::optional<bool> profiling{};
 };
 
 namespace detail {

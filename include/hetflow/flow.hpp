@@ -109,7 +109,7 @@ Touch touch(A&&... roles) {
 // A loop node's work for one message: iterations [0, n) of `body` (include/hetflow/parallel_for.hpp).
 struct Loop {
   std::size_t n = 0;
-  LoopBody body;
+  LoopBody body{};
 };
 
 // when_submitted: a kernel node passes the message on once its launch is submitted (the next kernel
@@ -118,7 +118,7 @@ struct Loop {
 enum class Emit { when_submitted, when_complete };
 
 struct NodeOptions {
-  std::string name;  // names the node's requests in dumps and traces; default: the kernel's name, "host"
+  std::string name{};  // names the node's requests in dumps and traces; default: the kernel's name, "host"
   Emit emit = Emit::when_submitted;  // kernel_node only
   // host_node: how many bodies may run at once; 1 also runs them in the order the messages arrived.
   std::size_t concurrency = tbb::flow::unlimited;

@@ -48,16 +48,16 @@ Box rows_of(const Tile<T>& t, Chunk c) {
 struct LoopBody {
   // Iterations [c.begin, c.end) on the host images, on a TBB worker; chunks run at once on
   // disjoint ranges. Unset: the CPU takes no chunk.
-  std::function<void(Chunk)> cpu;
+  std::function<void(Chunk)> cpu{};
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
   // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only.
-  std::function<void(Controller&, Chunk)> device;
+  std::function<void(Controller&, Chunk)> device{};
   // What every chunk reads: moved to the device once per call, before its first chunk.
-  std::vector<Access> reads;
+  std::vector<Access> reads{};
   // What a chunk writes (out()/io() of tiles or regions): a CPU chunk's roles, and what comes
   // back from the device after a device chunk. Chunks' regions must not overlap, or the
   // chunks wait for each other.
-  std::function<std::vector<Access>(Chunk)> writes;
+  std::function<std::vector<Access>(Chunk)> writes{};
 };
 
 struct LoopOptions {
