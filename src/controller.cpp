@@ -33,6 +33,35 @@ std::size_t cl_scalar_size(const std::string& type) {
   return it == sizes.end() ? 0 : it->second * lanes;
 }
 
+// What a value of an OpenCL C type is made of: floating point or integer, element bytes, lanes. Bytes
+// of the same size but another kind (an int where a float is read) would pass the size check and give
+// garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
+struct ClKind {
+  char kind = 0;  // 'f' floating point, 'i' integer; 0: not a built-in type (a typedef, a struct)
+  std::size_t lanes = 1;
+  bool operator==(const ClKind&) const = default;
+};
+ClKind cl_kind(std::string type) {
+  ClKind k;
+  if (auto digits = type.find_first_of("0123456789"); digits != std::string::npos) {
+    k.lanes = std::stoul(type.substr(digits));
+    type = type.substr(0, digits);
+  }
+  if (type == "float" || type == "double" || type == "half")
+    k.kind = 'f';
+  else if (type == "char" || type == "uchar" || type == "short" || type == "ushort" || type == "int" ||
+           type == "uint" || type == "long" || type == "ulong")
+    k.kind = 'i';
+  return k;
+}
+// Both types known and of another kind or width: what they are, for the message; else empty.
+std::string kind_mismatch(const std::string& wanted, const char* given) {
+  if (!given) return {};
+  const ClKind w = cl_kind(wanted), g = cl_kind(given);
+  if (!w.kind || !g.kind || w == g) return {};
+  return given;
+}
+
 std::string arg_label(const Kernel& k, std::size_t i) {
   const auto& a = k.arg(i);
   return "argument " + std::to_string(i) + " ('" + a.type_name + " " + a.name + "') of kernel '" + k.name() + "'";
@@ -180,6 +209,9 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
         throw UsageError(what + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                          "-byte elements, tile '" + a->tile->name + "' holds " + std::to_string(a->tile->elem_size) +
                          "-byte elements");
+      if (const std::string held = kind_mismatch(base, a->tile->elem_type); !held.empty())
+        throw UsageError(what + ": " + arg_label(kernel, i) + " points to " + base + " elements, tile '" +
+                         a->tile->name + "' holds " + held);
       r->accesses.push_back(*a);
     } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
       if (info.is_buffer() || info.is_local())
@@ -190,6 +222,9 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
       if (expected && expected != s->size)
         throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) + " bytes, got a " +
                          std::to_string(s->size) + "-byte value");
+      if (const std::string given = kind_mismatch(info.type_name, s->type); !given.empty())
+        throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " + given +
+                         " (convert it: " + info.type_name + "(value))");
     } else {
       if (!info.is_local())
         throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");

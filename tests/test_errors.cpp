@@ -58,6 +58,14 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
                       {"argument 0", "4-byte elements", "tile 'd'", "8-byte"});
     check_usage_error([&] { c.launch(mix, Range(64), local_mem<float>(4), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "not a __local pointer"});
+    // Same size, another kind: an int where a float is read would be garbage, not an error, without this.
+    auto ints = c.tile<int>(64, "ints");
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 2); },
+                      {"argument 4", "'float k'", "takes float, got int", "float(value)"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(ints), in(b), out(o), 64, 1.0f); },
+                      {"argument 0", "points to float elements", "tile 'ints' holds int"});
+    // Signedness alone is let through: the bits are the same, as C's conversion would give.
+    c.launch(mix, Range(64), in(a), in(b), out(o), 64u, 1.0f);
     check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
     check_still_works(c);
   }
