@@ -287,6 +287,7 @@ void LoopState::begin(std::size_t n) {
 
 LoopState::Ended LoopState::end_of_call() {
   std::lock_guard lock(m_);
+  running_ = false;
   Ended e;
   report_.seconds = seconds_since(started_);
   last_call_seconds_ = report_.seconds;
@@ -305,7 +306,13 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   if (const Request* task = engine.host_task_on_this_thread())
     throw UsageError("parallel_for inside host task '" + task->name +
                      "' of the same controller would wait for the graph that runs the task");
-  begin(n);
+  claim();
+  try {
+    begin(n);
+  } catch (...) {
+    abandon();
+    throw;
+  }
   // The calling thread helps run the graph's tasks rather than only sleep: with a CPU token per
   // worker thread, the device's completion hooks would otherwise find every worker busy with a CPU
   // chunk and the device would idle until one ended (seed 002's starved GPU token, Fig. 47; seen on
@@ -331,19 +338,37 @@ LoopReport LoopState::run(std::size_t n) {
   return e.report;
 }
 
+void LoopState::claim() {
+  std::lock_guard lock(m_);
+  // One call at a time (its chunks and the scheduler's state are the loop's): a second would corrupt
+  // the first's hand-out and wait for ever, so it is refused.
+  if (running_)
+    throw UsageError(
+        "parallel_for: this loop is already running a call (one call at a time per HeteroLoop; make "
+        "one HeteroLoop per thread)");
+  running_ = true;
+}
+
+void LoopState::abandon() {
+  // begin() was refused before any chunk was handed out (a read's transfer): no end to report.
+  std::lock_guard lock(m_);
+  done_ = nullptr;
+  tokens_ = 0;
+  running_ = false;
+}
+
 void LoopState::start(std::size_t n, std::function<void(Ended)> done) {
   if (engine_of(c_).policy == Policy::sync)
     throw UsageError("a started loop needs the async policy: under sync every transfer blocks (use run)");
+  claim();
   {
     std::lock_guard lock(m_);
     done_ = std::move(done);
   }
   try {
     begin(n);
-  } catch (...) {  // refused before any chunk was handed out (the reads' transfers): no end to report
-    std::lock_guard lock(m_);
-    done_ = nullptr;
-    tokens_ = 0;
+  } catch (...) {
+    abandon();
     throw;
   }
   std::unique_lock lock(m_);

@@ -48,6 +48,8 @@ class LoopState {
   std::uint32_t flow_node() const { return flow_node_; }
 
  private:
+  void claim();               // the call starts: refused while another runs
+  void abandon();             // begin() was refused before handing out a chunk
   void begin(std::size_t n);  // a call's set-up and first chunks
   Ended end_of_call();        // once every chunk has ended
   void next_cpu();
@@ -80,6 +82,7 @@ class LoopState {
   std::set<std::shared_ptr<TileState>> tiles_;
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
+  bool running_ = false;             // a call is between claim() and its end
 };
 
 }  // namespace hetflow::detail

@@ -4,6 +4,7 @@
 #include <hetflow/parallel_for.hpp>
 
 #include <atomic>
+#include <thread>
 #include <memory>
 
 #include "process.hpp"
@@ -173,6 +174,33 @@ TEST_CASE("misuse is refused with what is wrong") {
   });
   c.wait_all();
   CHECK(refused.load());
+
+  // A second call of one loop while the first runs (another thread) is refused, and the first ends.
+  auto x = c.tile<float>(1000, "x");
+  std::atomic<bool> first_running{false}, second_refused{false};
+  LoopBody slow;
+  slow.cpu = [&](Chunk ch) {
+    first_running = true;
+    for (int i = 0; i < 5000 && !second_refused; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (auto i = ch.begin; i < ch.end; ++i) x[i] = 1.0f;
+  };
+  slow.writes = [&](Chunk ch) { return std::vector<Access>{out(x.region(span_of(ch)))}; };
+  HeteroLoop loop(c, slow, {.scheduler = "dynamic:100", .cpu_workers = 1});
+  std::string second_error;
+  std::thread second([&] {
+    while (!first_running) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    try {
+      loop(1000);
+    } catch (const UsageError& e) {
+      second_error = e.what();
+    }
+    second_refused = true;
+  });
+  const LoopReport first = loop(1000);
+  second.join();
+  CHECK(second_error.find("already running a call") != std::string::npos);
+  CHECK(first.sides[0].iterations == 1000);
+  CHECK(loop(1000).sides[0].iterations == 1000);  // and the loop serves the next call
 }
 
 TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {
