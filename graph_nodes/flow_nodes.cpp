@@ -26,13 +26,19 @@ Access whole_tile(const Access& a, Role r) { return Access{a.tile, Box::whole(a.
 
 NodeCore::NodeCore(Controller& c, std::string name, const char* kind, NodeOptions options)
     : c_(c),
+      life_(hetflow::detail::engine_of(c).life()),
       name_(std::move(name)),
       options_(std::move(options)),
       id_(hetflow::detail::engine_of(c).flow_topology().add_node(name_, kind)) {}
 
 void NodeCore::arrived(Message& m) {
-  hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
+  if (hetflow::detail::ControllerLife::Use use(*life_); use)
+    hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
   m.last_nodes.assign(1, id_);
+}
+
+void NodeCore::controller_gone() const {
+  throw UsageError("node '" + name_ + "': its controller was destroyed while the graph still held this message");
 }
 
 void NodeCore::note_tile(Message& m, const Access& a) {
@@ -45,6 +51,8 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
   std::vector<Access> tiles, written;
   for (const auto& arg : l.args)
     if (const auto* a = std::get_if<Access>(&arg)) tiles.push_back(*a);
+  hetflow::detail::ControllerLife::Use use(*life_);
+  if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
   std::lock_guard lock(residency_mutex());
   for (const auto& a : tiles) {
@@ -67,6 +75,8 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
 }
 
 void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
+  hetflow::detail::ControllerLife::Use use(*life_);
+  if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
   std::lock_guard lock(residency_mutex());
   for (const auto& a : roles) {
@@ -83,6 +93,8 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
 
 void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix) {
   try {
+    hetflow::detail::ControllerLife::Use use(*life_);
+    if (!use) controller_gone();
     hetflow::detail::Engine::FlowNodeScope made_by(id_);
     c_.submit_hook(name_ + suffix, fn, std::move(roles));
   } catch (const std::exception& e) {  // e.g. DeviceLost: the message must still come out
@@ -117,9 +129,11 @@ void NodeCore::submit_next_in_order() {
 }
 
 void NodeCore::take_failures(Message& m, const Outcome& o) {
-  auto& engine = hetflow::detail::engine_of(c_);
-  for (const auto& t : m.touched_tiles)
-    for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) {
+    auto& engine = hetflow::detail::engine_of(c_);
+    for (const auto& t : m.touched_tiles)
+      for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
+  }
   if (!m.error.empty()) return;
   for (const auto& f : m.failures)
     if (!f.cancelled) {

@@ -66,6 +66,8 @@ void LoopCore::start(Loop l, std::function<void(LoopEnd)> done) {
     self->node_->hook([finished, end](const Outcome&) { finished(std::move(*end)); }, std::move(roles), ": ended");
   };
   try {
+    hetflow::detail::ControllerLife::Use use(node_->life());
+    if (!use) node_->controller_gone();
     auto& engine = hetflow::detail::engine_of(c_);
     if (engine.policy != Policy::sync) {
       loop_->start(l.n, std::move(on_end));

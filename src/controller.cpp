@@ -81,7 +81,9 @@ Controller::Controller(const ControllerOptions& options)
     : engine_(detail::cl_call("setting up the controller", [&] { return std::make_unique<detail::Engine>(options); })) {
 }
 Controller::~Controller() {
-  // Everything submitted finishes first; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
+  // The program's flow nodes stop submitting first (src/controller_life.hpp); then everything
+  // submitted finishes; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
+  engine_->life()->close();
   try {
     engine_->wait_all();
   } catch (const std::exception&) {

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "completion_poller.hpp"
+#include "controller_life.hpp"
 #include "dispatcher.hpp"
 #include "opencl_streaming.hpp"
 #include "flow_topology.hpp"
@@ -67,6 +68,7 @@ class Engine {
     std::uint32_t saved_;
   };
   FlowTopology& flow_topology() { return flow_topology_; }
+  const std::shared_ptr<ControllerLife>& life() const { return life_; }
   const FlowTopology& flow_topology() const { return flow_topology_; }
   void wait_tile(const std::shared_ptr<TileState>& tile);
   void wait_all();
@@ -180,6 +182,7 @@ class Engine {
   mutable std::mutex history_mutex_;
   std::vector<RequestPtr> history_;  // every request, when recording
   FlowTopology flow_topology_;
+  std::shared_ptr<ControllerLife> life_ = std::make_shared<ControllerLife>();
 
   // Completion callbacks reach the engine through this, so one that fires after the engine is gone
   // (or never fires: see Request::device_dependants) is harmless.

@@ -565,3 +565,49 @@ TEST_CASE("a loop node runs one balanced loop per message, in order, on data a k
           }) >= N - 1);
   }
 }
+
+TEST_CASE("a controller destroyed while the graph still holds messages for its nodes: every message comes out") {
+  graph g;
+  auto c = std::make_unique<Controller>(test::options(Policy::async));
+  auto k = c->kernel("hetflow_test.cl", "scale_in_place");
+  const int N = 20;
+  std::mutex m;
+  std::vector<std::string> errors;
+  {
+    hf::host_node<Item> fill(
+        g, *c, [](const Item& it) { return hf::touch(out(it.x)); },
+        [](Item& it) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          std::fill(it.x.data(), it.x.data() + it.x.size(), 1.0f);
+        },
+        {.name = "fill", .concurrency = 1});
+    hf::kernel_node<Item> scale(g, *c, k, [](const Item& it) { return hf::launch(Range(256), io(it.x), 256, 2.0f); },
+                                {.name = "scale"});
+    hf::to_host_node<Item> back(g, *c, [](const Item& it) { return hf::touch(in(it.x)); });
+    function_node<Item> sink(g, serial, [&](const Item& it) {
+      std::lock_guard lock(m);
+      errors.push_back(it.error);
+    });
+    make_edge(fill, scale);
+    make_edge(scale, back);
+    make_edge(back, sink);
+    for (int i = 0; i < N; ++i) {
+      Item it;
+      it.seq = std::uint64_t(i);
+      it.x = c->tile<float>(256, "x" + std::to_string(i));
+      fill.try_put(it);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.reset();  // the graph still holds most of the messages
+    g.wait_for_all();
+  }
+  REQUIRE(errors.size() == std::size_t(N));
+  int gone = 0;
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    if (e.empty()) continue;
+    ++gone;
+    CHECK(e.find("its controller was destroyed") != std::string::npos);
+  }
+  CHECK(gone > 0);
+}

@@ -35,7 +35,8 @@
 
 namespace hetflow::detail {
 class LoopState;
-}
+class ControllerLife;
+}  // namespace hetflow::detail
 
 namespace hetflow::flow {
 
@@ -151,12 +152,18 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   // The outcome failed: the message takes the failures of its tiles' requests from the controller.
   void take_failures(Message& m, const Outcome& o);
   static void note_exception(Message& m, const std::string& node, std::exception_ptr e);
+  // Throws UsageError naming the node when its controller is gone (after the destructor began).
+  [[noreturn]] void controller_gone() const;
+  hetflow::detail::ControllerLife& life() const { return *life_; }
 
  private:
   void submit_next_in_order();  // with order_m_ held
   static void note_tile(Message& m, const Access& a);
 
   Controller& c_;
+  // Closed by the controller's destructor: a node step checks it before touching c_ (a program may
+  // destroy the controller while its graph still holds messages for this node).
+  std::shared_ptr<hetflow::detail::ControllerLife> life_;
   std::string name_;
   NodeOptions options_;
   std::uint32_t id_;              // in the controller's record of the program's flow graph
