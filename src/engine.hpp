@@ -19,8 +19,8 @@
 #include "completion_poller.hpp"
 #include "controller_life.hpp"
 #include "dispatcher.hpp"
-#include "opencl_streaming.hpp"
 #include "flow_topology.hpp"
+#include "opencl_streaming.hpp"
 #include "request.hpp"
 
 namespace hetflow::detail {
@@ -68,8 +68,9 @@ class Engine {
     std::uint32_t saved_;
   };
   FlowTopology& flow_topology() { return flow_topology_; }
-  const std::shared_ptr<ControllerLife>& life() const { return life_; }
   const FlowTopology& flow_topology() const { return flow_topology_; }
+  // Closed by the controller's destructor before it waits: the flow nodes' way to stop submitting.
+  const std::shared_ptr<ControllerLife>& life() const { return life_; }
   void wait_tile(const std::shared_ptr<TileState>& tile);
   void wait_all();
   std::vector<RequestRecord> records() const;
