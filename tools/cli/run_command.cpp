@@ -172,11 +172,10 @@ void run(const RunOptions& o) {
     std::printf("%d frames of %dx%d (generated)", shown_steps, width, height);
   else if (is_sobel)
     std::printf("%d frames from %s", shown_steps, o.input.c_str());
-  if (is_sobel && first.host_threads == 0)  // --flow-graph: host bodies on the graph's workers
-    std::printf(", %d slot%s, as a flow graph of hetflow's nodes\n\n", first.slots, first.slots == 1 ? "" : "s");
-  else if (is_sobel)
-    std::printf(", %d slot%s, host work on %d thread%s\n\n", first.slots, first.slots == 1 ? "" : "s",
-                first.host_threads, first.host_threads == 1 ? "" : "s");
+  if (is_sobel)
+    std::printf(", %d slot%s, host work on %d thread%s%s\n\n", first.slots, first.slots == 1 ? "" : "s",
+                first.host_threads, first.host_threads == 1 ? "" : "s",
+                o.flow_graph ? ", as a flow graph of hetflow's nodes" : "");
   else
     std::printf("n = %d, %d %s\n\n", width, steps, o.workload == "jacobi" ? "iterations" : "products");
   const char* unit = is_sobel ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";

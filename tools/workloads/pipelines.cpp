@@ -129,9 +129,11 @@ RunResult sobel(Controller& c, const SobelRun& run) {
           },
           out(frame), io(reader_turn));
     else
+      // In the host arena, as the native baselines generate: generate_frame is a tbb::parallel_for,
+      // which outside it spreads over every worker, onto the cores a CPU device's kernels need.
       c.host_task(
-          "generate frame " + std::to_string(i), [frame, w, h, i] { generate_frame(frame.data(), w, h, i); },
-          out(frame));
+          "generate frame " + std::to_string(i),
+          [frame, w, h, i, arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); }, out(frame));
     c.move_to(frame);
     launch_frame(slot);
     c.move_from(result);

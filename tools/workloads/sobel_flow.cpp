@@ -9,6 +9,7 @@
 
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
+#include "workloads/sobel_sizing.hpp"
 
 namespace hetflow::workloads {
 namespace {
@@ -33,6 +34,8 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   const Extent extent{std::size_t(width), std::size_t(height)};
   const std::size_t count = extent.count();
   const int w = width, h = height;
+  // Frame generation is a tbb::parallel_for: on the cores the device leaves, as the imperative version.
+  const auto arena = host_arena(c.device().device, run.host_threads);
   const Range range = Range(round_up(std::size_t(w), kStencilLocal), round_up(std::size_t(h), kStencilLocal))
                           .local(kStencilLocal, kStencilLocal);
   auto kernel = [&](const char* name) { return c.kernel("sobel.cl", name, "-cl-kernel-arg-info"); };
@@ -83,9 +86,9 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   // A .y4m stream is read in frame order: one body at a time, in arrival order (the label is serial).
   hf::host_node<Frame> load(
       g, c, [](const Frame& f) { return hf::touch(out(f.in)); },
-      [reader, w, h](Frame& f) {
+      [reader, w, h, arena](Frame& f) {
         if (!reader)
-          generate_frame(f.in.data(), w, h, int(f.seq));
+          arena->execute([&] { generate_frame(f.in.data(), w, h, int(f.seq)); });  // as the imperative version
         else if (!reader->read_luma(f.in.data()))
           throw Error("input ended before frame " + std::to_string(f.seq));
       },
@@ -102,7 +105,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   hf::host_node<Frame> consume(
       g, c, [](const Frame& f) { return hf::touch(in(f.out)); },
       [&, count](Frame& f) {
-        sums[f.seq] = host_sum(f.out.data(), count);
+        arena->execute([&] { sums[f.seq] = host_sum(f.out.data(), count); });
         if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.slot;
       },
       {.name = "consume"});
@@ -149,7 +152,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   result.output.assign(last.data(), last.data() + count);
   result.frames = frames;
   result.slots = slots;
-  result.host_threads = 0;  // host bodies run on the graph's TBB workers, as many as there are frames in flight
+  result.host_threads = arena->max_concurrency();
   for (double s : sums) result.checksum += s;
   if (writer) writer->close();
   return result;
