@@ -168,6 +168,13 @@ TEST_CASE("hetflow run: the default job prints its table, and bad options are cl
   CHECK(out.find("async gain") != std::string::npos);
   CHECK(out.find("bit-identical: yes") != std::string::npos);
   CHECK(out.find("verify: max relative error") != std::string::npos);
+  CHECK(out.find("median of 3 runs per policy, alternating") != std::string::npos);  // the default comparison
+  r = test::run_command(cli + " run sobel --size 64x32 --frames 2 --repeat 1");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("median of") == std::string::npos);
+  r = test::run_command(cli + " run sobel --repeat 0");
+  CHECK(r.status != 0);
+  CHECK(r.output.find("--repeat") != std::string::npos);
   r = test::run_command(cli + " run sobel --size 12q");
   CHECK(r.status != 0);
   out = r.output;
