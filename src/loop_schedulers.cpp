@@ -6,16 +6,16 @@
 
 namespace hetflow::detail {
 
-std::size_t LoopScheduler::cpu_chunk(std::size_t remaining) {
+std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
   if (remaining == 0) return 0;
   std::lock_guard lock(m_);
-  return std::min(next_cpu(remaining), remaining);
+  return std::min(next_cpu(remaining, now), remaining);
 }
 
-std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining) {
+std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now) {
   if (remaining == 0 || d >= devices_) return 0;
   std::lock_guard lock(m_);
-  return std::min(next_device(d, remaining), remaining);
+  return std::min(next_device(d, remaining, now), remaining);
 }
 
 void LoopScheduler::record_cpu(std::size_t iterations, double seconds) {
@@ -24,10 +24,10 @@ void LoopScheduler::record_cpu(std::size_t iterations, double seconds) {
   on_cpu(iterations, seconds);
 }
 
-void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds) {
+void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   if (iterations == 0 || !(seconds > 0) || d >= devices_) return;
   std::lock_guard lock(m_);
-  on_device(d, iterations, seconds);
+  on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
 void LoopScheduler::restart(std::size_t iterations, double last_call_seconds) {
@@ -82,13 +82,13 @@ void StaticScheduler::on_restart(std::size_t iterations, double) {
   cpu_chunk_ = std::max<std::size_t>(1, (cpu_part + cpu_workers_ - 1) / cpu_workers_);
 }
 
-std::size_t StaticScheduler::next_device(unsigned d, std::size_t remaining) {
+std::size_t StaticScheduler::next_device(unsigned d, std::size_t remaining, double) {
   if (given_.size() <= d || given_[d] || device_part_[d] == 0) return 0;
   given_[d] = true;
   return std::min(device_part_[d], remaining);
 }
 
-std::size_t StaticScheduler::next_cpu(std::size_t remaining) {
+std::size_t StaticScheduler::next_cpu(std::size_t remaining, double) {
   // The devices' shares stay reserved until they have taken them.
   std::size_t reserved = 0;
   for (unsigned d = 0; d < device_part_.size(); ++d)
@@ -103,8 +103,8 @@ DynamicScheduler::DynamicScheduler(unsigned cpu_workers, unsigned devices, std::
     : LoopScheduler(cpu_workers, devices), chunk_(std::max<std::size_t>(1, chunk)) {}
 
 std::string DynamicScheduler::name() const { return "dynamic(" + std::to_string(chunk_) + ")"; }
-std::size_t DynamicScheduler::next_cpu(std::size_t) { return chunk_; }
-std::size_t DynamicScheduler::next_device(unsigned, std::size_t) { return chunk_; }
+std::size_t DynamicScheduler::next_cpu(std::size_t, double) { return chunk_; }
+std::size_t DynamicScheduler::next_device(unsigned, std::size_t, double) { return chunk_; }
 
 // ---- LogFit ----------------------------------------------------------------------------------
 
@@ -150,7 +150,7 @@ bool LogFitScheduler::final_phase_due(const Device& dev, std::size_t remaining) 
   return rem < chunk || chunk / dev.thr > (rem - chunk) / others;
 }
 
-std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining) {
+std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, double) {
   Device& dev = dev_[d];
   if (dev.stopped) return 0;
   if (dev.warm_up) return 1;
@@ -175,7 +175,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining) {
   return std::size_t(std::llround(split));
 }
 
-std::size_t LogFitScheduler::next_cpu(std::size_t remaining) {
+std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double) {
   const double devices_thr = measured_device_throughput();
   unsigned running = 0;
   for (const Device& dev : dev_) running += !dev.stopped;
@@ -200,7 +200,7 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining) {
 
 void LogFitScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   Device& dev = dev_[d];
   const double thr = double(iterations) / seconds;
   if (dev.warm_up) {  // the first chunk of a call pays start-up costs: not a sample
@@ -274,13 +274,13 @@ std::size_t HGuidedScheduler::package(std::size_t remaining, double power) const
   return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(size), remaining)));
 }
 
-std::size_t HGuidedScheduler::next_cpu(std::size_t remaining) {
+std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double) {
   // Unmeasured yet, a worker probes with a small package.
   if (!all_measured()) return std::min(remaining, min_chunk_);
   return package(remaining, cpu_thr_);
 }
 
-std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining) {
+std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double) {
   // A device's throughput depends on the package (small ones leave it idle), so its probe is a
   // full-sized package as if it were one more worker: a small probe would make it look weak and
   // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
@@ -293,7 +293,7 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining) {
 
 void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean
   // would follow the shrinking packages down (a device runs small ones slowly), shrink its share,
   // and spiral (two devices in simulation: 0.66x one device's speed with a running mean).
@@ -309,7 +309,7 @@ OracleScheduler::OracleScheduler(unsigned cpu_workers, unsigned devices)
 
 std::string OracleScheduler::name() const { return "oracle"; }
 
-void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   device_thr_[d] = double(iterations) / seconds;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // How a heterogeneous loop is cut into chunks (issue "LogFit", DESIGN.md §7): pure scheduling
-// logic, no OpenCL and no clock of its own — whoever runs the chunks reports their sizes and
-// times — so it is unit tested on a simulated clock (tests/test_loop_schedulers.cpp). One
+// logic, no OpenCL and no clock of its own — whoever runs the chunks says what time it is when it
+// asks for one and reports their sizes and times — so it is unit tested on a simulated clock
+// (tests/test_loop_schedulers.cpp). One
 // scheduler serves one loop across its calls (time steps): its measurements persist; restart()
 // begins the next call. Thread-safe: the CPU workers and the devices' completions report at once.
 //
@@ -24,22 +25,26 @@ class LoopScheduler {
 
   // The next chunk for a free CPU worker / device `d`, given the iterations not yet handed out;
   // 0 = none for that side now (its token is dropped for the rest of the call). Never more than
-  // `remaining`.
-  std::size_t cpu_chunk(std::size_t remaining);
-  std::size_t device_chunk(unsigned d, std::size_t remaining);
-  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks).
+  // `remaining`. `now`: seconds since this call's restart(), on the caller's clock (LogFit plans
+  // the rest of the call from it: when each side will be free).
+  std::size_t cpu_chunk(std::size_t remaining, double now);
+  std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
+  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks). A device
+  // chunk's `round_trip` is the host's time from its submission to the notice of its end: with
+  // profiling it also holds what the kernel's counters leave out — launch, transfers back, a late
+  // notice — which the device spends idle when one chunk is in flight (0: not known).
   void record_cpu(std::size_t iterations, double seconds);
-  void record_device(unsigned d, std::size_t iterations, double seconds);
+  void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
   // (0 for the first call), end to end.
   void restart(std::size_t iterations, double last_call_seconds = 0);
 
  protected:
   // Called under the scheduler's lock; `d` < devices().
-  virtual std::size_t next_cpu(std::size_t remaining) = 0;
-  virtual std::size_t next_device(unsigned d, std::size_t remaining) = 0;
+  virtual std::size_t next_cpu(std::size_t remaining, double /*now*/) = 0;
+  virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
   virtual void on_cpu(std::size_t, double) {}
-  virtual void on_device(unsigned, std::size_t, double) {}
+  virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   const unsigned cpu_workers_;
   const unsigned devices_;
@@ -60,8 +65,8 @@ class StaticScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   void set_shares(std::vector<double> shares);
 
@@ -79,8 +84,8 @@ class DynamicScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
 
  private:
   std::size_t chunk_;
@@ -111,10 +116,10 @@ class LogFitScheduler : public LoopScheduler {
   double cpu_throughput() const { return cpu_thr_; }  // of one worker
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
@@ -148,10 +153,10 @@ class HGuidedScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
 
  private:
   bool all_measured() const;
@@ -175,7 +180,7 @@ class OracleScheduler : public StaticScheduler {
   double best_share() const { return best_share_; }
 
  protected:
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:

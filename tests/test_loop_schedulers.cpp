@@ -1,14 +1,18 @@
 // The loop schedulers (src/loop_schedulers.hpp) on a simulated clock: no OpenCL, a fake CPU of
-// `workers` workers at a fixed rate and a fake device whose throughput grows with the chunk and
+// `workers` workers at a fixed rate and fake devices whose throughput grows with the chunk and
 // saturates (the curve with an elbow that LogFit looks for). The simulation is the selector of
-// DESIGN.md §7: each free worker or the device asks for a chunk of what is left, runs it, reports
-// its time, and drops its token when the scheduler gives it nothing.
+// DESIGN.md §7: each free worker or device token asks for a chunk of what is left, runs it, reports
+// its time, and drops its token when the scheduler gives it nothing. A device chunk also pays what
+// the H200 showed outside its kernel (perf/RESULTS.md): a launch before it and a late notice of its
+// end after it, during which that device token waits; with several slots a device's next chunk is
+// queued behind the one running, so its kernel follows at once.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <queue>
+#include <string>
 #include <vector>
 
 #include "loop_schedulers.hpp"
@@ -22,15 +26,25 @@ Rate saturating(double peak, double half) {
   return [peak, half](std::size_t c) { return peak * double(c) / (double(c) + half); };
 }
 
+struct SimDevice {
+  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0)  // NOLINT: a Rate is a device
+      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds) {}
+  Rate rate;          // of its kernels, as profiling counters time them
+  double launch = 0;  // from submission to the kernel's start, when the device is free
+  double notice = 0;  // from the kernel's end to the host's notice of it (the hook)
+};
+
 struct Machine {
   unsigned workers = 4;
-  double cpu_rate = 1e6;  // per worker
-  std::vector<Rate> devices{saturating(4e7, 4096)};
+  double cpu_rate = 1e6;      // per worker
+  double cpu_chunk_cost = 0;  // per CPU chunk (a hook's submission and run), not in its timed part
+  unsigned device_slots = 1;  // chunks in flight per device (LoopOptions::device_slots)
+  std::vector<SimDevice> devices{saturating(4e7, 4096)};
 };
 
 struct Outcome {
   double cpu_end = 0, device_end = 0;
-  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0;
+  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
   std::vector<std::size_t> per_device;
   std::vector<int> runs;  // how many times each iteration ran
   double end() const { return std::max(cpu_end, device_end); }
@@ -44,13 +58,18 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
   s.restart(n, last_call);
   struct Event {
     double t;
-    int agent;  // < 0: device -agent-1; else a CPU worker
+    std::size_t order;  // ties go in submission order: the CPU's tokens first, as LoopState::begin
+    int agent;          // < 0: a token of device -agent-1; else a CPU worker
     std::size_t begin = 0, size = 0;
-    bool operator>(const Event& e) const { return t > e.t; }
+    double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
+    bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, -int(d) - 1});
-  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, int(w)});
+  std::size_t order = 0;
+  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
+  for (std::size_t d = 0; d < m.devices.size(); ++d)
+    for (unsigned k = 0; k < m.device_slots; ++k) events.push({0.0, order++, -int(d) - 1});
+  std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
   std::size_t cursor = 0;
   while (!events.empty()) {
     const Event e = events.top();
@@ -60,20 +79,27 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
     if (e.size) {
       for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
       if (device) {
-        s.record_device(d, e.size, double(e.size) / m.devices[d](e.size));  // as profiling would time it
+        s.record_device(d, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
         o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
         o.per_device[d] += e.size;
       } else {
         s.record_cpu(e.size, double(e.size) / m.cpu_rate);
-        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size;
+        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
       }
     }
     const std::size_t remaining = n - cursor;
-    const std::size_t chunk = device ? s.device_chunk(d, remaining) : s.cpu_chunk(remaining);
+    const std::size_t chunk = device ? s.device_chunk(d, remaining, e.t) : s.cpu_chunk(remaining, e.t);
     if (chunk == 0) continue;  // this token is dropped
     REQUIRE(chunk <= remaining);
-    const double seconds = device ? double(chunk) / m.devices[d](chunk) : double(chunk) / m.cpu_rate;
-    events.push({e.t + seconds, e.agent, cursor, chunk});
+    if (device) {
+      const SimDevice& dev = m.devices[d];
+      const double kernel = double(chunk) / dev.rate(chunk);
+      const double start = std::max(e.t + dev.launch, device_free[d]);
+      device_free[d] = start + kernel;
+      events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
+    } else {
+      events.push({e.t + m.cpu_chunk_cost + double(chunk) / m.cpu_rate, order++, e.agent, cursor, chunk});
+    }
     cursor += chunk;
   }
   return o;
@@ -82,7 +108,7 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
 // The best any split can do: every side busy until the end, devices at their saturated rate.
 double ideal_seconds(const Machine& m, std::size_t n) {
   double rate = double(m.workers) * m.cpu_rate;
-  for (const auto& dev : m.devices) rate += dev(std::size_t(1) << 40);
+  for (const auto& dev : m.devices) rate += dev.rate(std::size_t(1) << 40);
   return double(n) / rate;
 }
 
