@@ -271,3 +271,100 @@ TEST_CASE(
     CHECK(c.per_device[0] > 2 * c.per_device[1]);  // the faster device did more
   }
 }
+
+namespace {
+
+// Machines shaped like the NVIDIA H200 host's measurements (perf/RESULTS.md, "The heterogeneous
+// loop"): 15 CPU workers; a device whose kernel over fewer than `fill` iterations takes as long as
+// one over `fill` (a thread's own latency bounds it: N-body's 32K threads never fill the GPU, for
+// Barnes-Hut and SpMV the elbow is a guess, not measured); and `fixed` seconds per device chunk
+// outside its kernel, a quarter launch, three quarters late notice (NVIDIA's callbacks, the poller),
+// measured there at 0.2-1 ms. The whole loop takes `cpu_seconds` on the CPU alone and
+// `device_seconds` on the device alone, in one chunk, fixed cost included.
+struct Profile {
+  std::string name;
+  std::size_t n;
+  Machine machine;
+};
+
+Profile h200_like(std::string name, std::size_t n, double cpu_seconds, double device_seconds, std::size_t fill,
+                  double fixed, unsigned slots = 1) {
+  constexpr double kernel_start = 5e-6;  // inside the profiled time
+  const double peak = double(std::max(n, fill)) / (device_seconds - fixed - kernel_start);
+  Profile p{std::move(name), n, {}};
+  p.machine.workers = 15;
+  p.machine.cpu_rate = double(n) / (cpu_seconds * 15);
+  p.machine.cpu_chunk_cost = 5e-6;
+  p.machine.device_slots = slots;
+  const Rate rate = [peak, fill = fill, kernel_start = kernel_start](std::size_t c) {
+    return double(c) / (kernel_start + double(std::max(c, fill)) / peak);
+  };
+  p.machine.devices = {SimDevice(rate, 0.25 * fixed, 0.75 * fixed)};
+  return p;
+}
+
+std::vector<Profile> h200_profiles() {
+  std::vector<Profile> v;
+  for (double fixed : {0.3e-3, 1e-3}) {
+    const std::string ms = fixed < 0.5e-3 ? ", 0.3 ms/chunk" : ", 1 ms/chunk";
+    v.push_back(h200_like("Barnes-Hut 1M (device 120x)" + ms, 1'000'000, 2.3, 0.019, 65'536, fixed));
+    v.push_back(h200_like("SpMV 2^22 (device 2x)" + ms, std::size_t(1) << 22, 0.04, 0.019, 262'144, fixed));
+    v.push_back(h200_like("N-body 32K (device 350x)" + ms, 32'768, 0.45, 0.0013, 1 << 20, fixed));
+  }
+  // The elbow is a guess: a device that fills only at 256K iterations, a quarter of the loop.
+  v.push_back(h200_like("Barnes-Hut 1M, elbow 256K, 1 ms/chunk", 1'000'000, 2.3, 0.019, 262'144, 1e-3));
+  v.push_back(h200_like("Barnes-Hut 1M, 1 ms/chunk, 2 device slots", 1'000'000, 2.3, 0.019, 65'536, 1e-3, 2));
+  v.push_back(h200_like("SpMV 2^22, 1 ms/chunk, 2 device slots", std::size_t(1) << 22, 0.04, 0.019, 262'144, 1e-3, 2));
+  return v;
+}
+
+// The loop called `calls` times (time steps), the scheduler kept: each call's makespan.
+std::vector<double> makespans(LoopScheduler& s, const Machine& m, std::size_t n, int calls) {
+  std::vector<double> t;
+  double last = 0;
+  for (int call = 0; call < calls; ++call) {
+    const Outcome o = simulate(s, m, n, last);
+    REQUIRE(each_once(o));
+    t.push_back(last = o.end());
+  }
+  return t;
+}
+
+double static_split(const Machine& m, std::size_t n, double share) {
+  StaticScheduler s(m.workers, {share});
+  return simulate(s, m, n).end();
+}
+
+}  // namespace
+
+TEST_CASE("on H200-like machines LogFit loses no time against the device alone and reaches the issue's targets") {
+  // Issue 15: never more than 3 % slower than the device alone, efficiency 1 / (1/T_cpu + 1/T_device)
+  // / T of at least 0.93 on average, within 5 % of the best static split on regular loops. The first
+  // two calls may explore; the targets hold from the third call on.
+  constexpr int calls = 10, learning = 2;
+  for (const Profile& p : h200_profiles()) {
+    CAPTURE(p.name);
+    const double t_device = static_split(p.machine, p.n, 1.0), t_cpu = static_split(p.machine, p.n, 0.0);
+    const double ideal = 1 / (1 / t_cpu + 1 / t_device);
+    double best_static = t_device;
+    for (int i = 0; i <= 200; ++i) best_static = std::min(best_static, static_split(p.machine, p.n, i / 200.0));
+    LogFitScheduler lf(p.machine.workers);
+    HGuidedScheduler hg(p.machine.workers);
+    const std::vector<double> t = makespans(lf, p.machine, p.n, calls);
+    const std::vector<double> h = makespans(hg, p.machine, p.n, calls);
+    double efficiency = 0, worst = 0, hg_worst = 0;
+    for (int call = learning; call < calls; ++call) {
+      efficiency += ideal / t[call] / (calls - learning);
+      worst = std::max(worst, t[call]);
+      hg_worst = std::max(hg_worst, h[call]);
+    }
+    MESSAGE(p.name << ": device alone " << t_device * 1e3 << " ms, CPU alone " << t_cpu * 1e3 << " ms, ideal "
+                   << ideal * 1e3 << " ms, best static " << best_static * 1e3 << " ms; LogFit calls 1-2 " << t[0] * 1e3
+                   << ", " << t[1] * 1e3 << " ms, then worst " << worst * 1e3 << " ms (x" << worst / t_device
+                   << " the device alone), mean efficiency " << efficiency << "; HGuided worst " << hg_worst * 1e3
+                   << " ms");
+    CHECK(worst <= 1.03 * t_device);
+    CHECK(efficiency >= 0.93);
+    CHECK(worst <= 1.05 * best_static);
+  }
+}
