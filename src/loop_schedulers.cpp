@@ -132,6 +132,21 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
   n_ = iterations;
   cpu_given_ = 0;
   for (Device& dev : dev_) {
+    // Two calls in a row whose chunks ran mostly under 0.9 of the model: the device's behaviour
+    // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
+    // that many small chunks cost a whole call). Judged per call, not on two chunks in a row
+    // (002): in an irregular loop chunks differ by where they fall in the range (in simulation,
+    // a range whose second half costs 3x the first sent the device exploring within a call and
+    // made calls 2-13x the device alone with two slots).
+    if (dev.phase != Phase::exploration && dev.judged_slow + dev.judged_good > 0)
+      dev.worse_calls = dev.judged_slow > dev.judged_good ? dev.worse_calls + 1 : 0;
+    dev.judged_good = dev.judged_slow = 0;
+    if (dev.worse_calls >= 2) {
+      dev.samples.clear();
+      dev.exploring_chunk = std::max<std::size_t>(64, round_up_64(dev.stable_chunk / 8, dev.stable_chunk));
+      dev.phase = Phase::exploration;
+      dev.worse_calls = 0;
+    }
     dev.stopped = false;
     dev.handed_this_call = false;
     dev.in_flight.clear();  // a failed call's chunks are never recorded
@@ -254,8 +269,11 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // Its share in as few chunks as the elbow and the chunk's fixed cost allow: several give the
   // plan a chance to correct itself and overlap a chunk's transfer back with the next kernel, each
   // costs a round trip (none for a chunk queued behind another: it pays no launch, no notice).
-  const double fixed = dev.in_flight.empty() ? dev.fixed : 0.0;
-  const double least = std::max(double(dev.stable_chunk), thr * fixed * (1 / kChunkCostShare - 1));
+  // A queued chunk's kernel should still outlast a round trip, or the queue runs dry (in
+  // simulation, an elbow misjudged at 2K iterations cut a call into hundreds of chunks).
+  const double fixed =
+      dev.in_flight.empty() ? dev.fixed * (1 / kChunkCostShare - 1) : std::max(dev.fixed, dev.first_fixed);
+  const double least = std::max(double(dev.stable_chunk), thr * fixed);
   const double chunks = std::max(1.0, std::floor(x / std::max(1.0, least)));
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
   const std::size_t chunk = round_up_64(std::size_t(std::ceil(x / chunks)), remaining);
@@ -341,7 +359,6 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
       dev.threshold = dev.a > 0 ? dev.a / double(elbow_chunk) : 0;
       dev.stable_chunk = dev.threshold > 0 ? std::size_t(dev.a / dev.threshold) : elbow_chunk;
       dev.phase = Phase::stable;
-      dev.worse_in_a_row = 0;
     }
     return;
   }
@@ -349,7 +366,7 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
   // there: they say nothing of a change.
   if (iterations < dev.stable_chunk) return;
   if (thr >= 0.9 * predicted(dev, iterations)) {
-    dev.worse_in_a_row = 0;
+    ++dev.judged_good;
     // Replace the sample of its power-of-two interval and refit; the samples stay in chunk order.
     auto bucket = [](std::size_t c) { return std::size_t(std::log2(double(c))); };
     auto it = std::find_if(dev.samples.begin(), dev.samples.end(),
@@ -363,13 +380,7 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
     if (dev.threshold > 0 && dev.a > 0) dev.stable_chunk = std::size_t(dev.a / dev.threshold);
     return;
   }
-  // Two chunks in a row well under the model: the device's behaviour changed; explore again.
-  if (++dev.worse_in_a_row >= 2) {
-    dev.samples.clear();
-    dev.exploring_chunk = explore_from(n_);
-    dev.phase = Phase::exploration;
-    dev.worse_in_a_row = 0;
-  }
+  ++dev.judged_slow;  // on_restart() decides whether the device changed
 }
 
 // ---- HGuided --------------------------------------------------------------------------------

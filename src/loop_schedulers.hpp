@@ -158,11 +158,12 @@ class LogFitScheduler : public LoopScheduler {
     bool handed_this_call = false;
     double a = 0, b = 0, threshold = 0;
     std::size_t stable_chunk = 0;
-    double thr = 0;          // of its latest chunk
-    double fixed = 0;        // seconds a chunk alone in flight costs outside its kernel
-    double first_fixed = 0;  // the same for a call's first chunk, which also waits for the reads
-    int worse_in_a_row = 0;
-    std::vector<InFlight> in_flight;  // in submission order: an in-order queue ends them so
+    double thr = 0;                        // of its latest chunk
+    double fixed = 0;                      // seconds a chunk alone in flight costs outside its kernel
+    double first_fixed = 0;                // the same for a call's first chunk, which also waits for the reads
+    int worse_calls = 0;                   // calls in a row whose judged chunks were mostly slow
+    int judged_good = 0, judged_slow = 0;  // this call's
+    std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so
   };
   void fit(Device& dev);
   bool planned(const Device& dev) const { return dev.phase != Phase::exploration && dev.thr > 0; }
