@@ -106,7 +106,7 @@ class DynamicScheduler : public LoopScheduler {
 // - stable: once both sides are measured the call is planned from the clock: the time T at which
 //   every side, working on what is left from when it is free, would end together; the device's
 //   share of it in as few chunks as its per-chunk cost allows (each chunk at least the elbow and
-//   long enough that the cost outside its kernel, measured from the round trips, stays under 5 %),
+//   long enough that the cost outside its kernel, measured from the round trips, stays under 1 %),
 //   re-planned at each of its requests; each CPU chunk half the CPU's share up to T, so no CPU chunk
 //   ends after the device's last one and the CPU takes only what it finishes before the device.
 // - final: the device's share fits in one chunk: it takes it (or everything left, or nothing,
