@@ -75,7 +75,8 @@ bool LoopState::take(bool cpu, Chunk& chunk) {
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
   if (!stopping_ && remaining > 0)
-    size = cpu ? scheduler_->cpu_chunk(remaining) : scheduler_->device_chunk(0, remaining);
+    size = cpu ? scheduler_->cpu_chunk(remaining, seconds_since(started_))
+               : scheduler_->device_chunk(0, remaining, seconds_since(started_));
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
@@ -94,12 +95,12 @@ void LoopState::note_tiles(const std::vector<Access>& accesses) {
   for (const auto& a : accesses) tiles_.insert(a.tile);
 }
 
-void LoopState::chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure) {
+void LoopState::chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure, double round_trip) {
   if (failure.empty()) {
     if (cpu)
       scheduler_->record_cpu(chunk.size(), seconds);
     else
-      scheduler_->record_device(0, chunk.size(), seconds);
+      scheduler_->record_device(0, chunk.size(), seconds, round_trip);
   }
   std::unique_lock lock(m_);
   auto& side = report_.sides[cpu ? 0 : 1];
@@ -206,9 +207,10 @@ void LoopState::next_device() {
     c_.submit_hook(
         "device chunk " + range_text(chunk),
         [this, chunk, t0, kernels](const Outcome& o) {
-          const double seconds = device_seconds(engine_of(c_), *kernels, seconds_since(t0));
+          const double round_trip = seconds_since(t0);
+          const double seconds = device_seconds(engine_of(c_), *kernels, round_trip);
           kernels->clear();  // their events and arguments go now, not with the hook
-          chunk_ended(false, chunk, seconds, o.ok() ? std::string() : o.error);
+          chunk_ended(false, chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
           next_device();
         },
         std::move(back));
@@ -234,7 +236,8 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  chunk_ended(false, chunk, device_seconds(engine_of(c_), kernels, seconds_since(t0)), failure);
+  const double round_trip = seconds_since(t0);
+  chunk_ended(false, chunk, device_seconds(engine_of(c_), kernels, round_trip), failure, round_trip);
 }
 
 void LoopState::begin(std::size_t n) {

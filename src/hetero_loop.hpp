@@ -56,7 +56,9 @@ class LoopState {
   void next_device();
   // Hands out the next chunk to a token of one side, or drops the token (false). Under m_.
   bool take(bool cpu, Chunk& chunk);
-  void chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure);
+  // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
+  // learns the per-chunk cost that profiled kernel times leave out).
+  void chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0);
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(const std::vector<Access>& accesses);  // under m_

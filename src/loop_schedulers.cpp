@@ -2,20 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace hetflow::detail {
 
-std::size_t LoopScheduler::cpu_chunk(std::size_t remaining) {
+std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
   if (remaining == 0) return 0;
   std::lock_guard lock(m_);
-  return std::min(next_cpu(remaining), remaining);
+  return std::min(next_cpu(remaining, now), remaining);
 }
 
-std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining) {
+std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now) {
   if (remaining == 0 || d >= devices_) return 0;
   std::lock_guard lock(m_);
-  return std::min(next_device(d, remaining), remaining);
+  return std::min(next_device(d, remaining, now), remaining);
 }
 
 void LoopScheduler::record_cpu(std::size_t iterations, double seconds) {
@@ -24,10 +25,10 @@ void LoopScheduler::record_cpu(std::size_t iterations, double seconds) {
   on_cpu(iterations, seconds);
 }
 
-void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds) {
+void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   if (iterations == 0 || !(seconds > 0) || d >= devices_) return;
   std::lock_guard lock(m_);
-  on_device(d, iterations, seconds);
+  on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
 void LoopScheduler::restart(std::size_t iterations, double last_call_seconds) {
@@ -82,13 +83,13 @@ void StaticScheduler::on_restart(std::size_t iterations, double) {
   cpu_chunk_ = std::max<std::size_t>(1, (cpu_part + cpu_workers_ - 1) / cpu_workers_);
 }
 
-std::size_t StaticScheduler::next_device(unsigned d, std::size_t remaining) {
+std::size_t StaticScheduler::next_device(unsigned d, std::size_t remaining, double) {
   if (given_.size() <= d || given_[d] || device_part_[d] == 0) return 0;
   given_[d] = true;
   return std::min(device_part_[d], remaining);
 }
 
-std::size_t StaticScheduler::next_cpu(std::size_t remaining) {
+std::size_t StaticScheduler::next_cpu(std::size_t remaining, double) {
   // The devices' shares stay reserved until they have taken them.
   std::size_t reserved = 0;
   for (unsigned d = 0; d < device_part_.size(); ++d)
@@ -103,20 +104,53 @@ DynamicScheduler::DynamicScheduler(unsigned cpu_workers, unsigned devices, std::
     : LoopScheduler(cpu_workers, devices), chunk_(std::max<std::size_t>(1, chunk)) {}
 
 std::string DynamicScheduler::name() const { return "dynamic(" + std::to_string(chunk_) + ")"; }
-std::size_t DynamicScheduler::next_cpu(std::size_t) { return chunk_; }
-std::size_t DynamicScheduler::next_device(unsigned, std::size_t) { return chunk_; }
+std::size_t DynamicScheduler::next_cpu(std::size_t, double) { return chunk_; }
+std::size_t DynamicScheduler::next_device(unsigned, std::size_t, double) { return chunk_; }
 
 // ---- LogFit ----------------------------------------------------------------------------------
+
+namespace {
+// A device chunk's cost outside its kernel (launch, transfers back, a late notice) stays under
+// this share of its time: on the H200 that cost is 0.2-1 ms, 1-5 % of a whole loop, and the chunks'
+// costs add up (5 % each made 3 chunks and 5 % in all where one chunk was 1 % in simulation).
+constexpr double kChunkCostShare = 0.01;
+// Exploration starts at this fraction of the first call's range: the doublings cover any range in
+// about ten chunks, each a round trip, and start small enough to find an elbow below it.
+constexpr std::size_t kExplorationStart = 1024;
+}  // namespace
 
 LogFitScheduler::LogFitScheduler(unsigned cpu_workers, unsigned devices, double elbow_gain)
     : LoopScheduler(cpu_workers, devices), elbow_gain_(elbow_gain), dev_(devices_) {}
 
 std::string LogFitScheduler::name() const { return "logfit"; }
 
-void LogFitScheduler::on_restart(std::size_t, double) {
+std::size_t LogFitScheduler::explore_from(std::size_t iterations) const {
+  return std::max<std::size_t>(64, round_up_64(iterations / kExplorationStart, iterations));
+}
+
+void LogFitScheduler::on_restart(std::size_t iterations, double) {
+  n_ = iterations;
+  cpu_given_ = 0;
   for (Device& dev : dev_) {
-    dev.warm_up = true;
+    // Two calls in a row whose chunks ran mostly under 0.9 of the model: the device's behaviour
+    // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
+    // that many small chunks cost a whole call). Judged per call, not on two chunks in a row
+    // (002): in an irregular loop chunks differ by where they fall in the range (in simulation,
+    // a range whose second half costs 3x the first sent the device exploring within a call and
+    // made calls 2-13x the device alone with two slots).
+    if (dev.phase != Phase::exploration && dev.judged_slow + dev.judged_good > 0)
+      dev.worse_calls = dev.judged_slow > dev.judged_good ? dev.worse_calls + 1 : 0;
+    dev.judged_good = dev.judged_slow = 0;
+    if (dev.worse_calls >= 2) {
+      dev.samples.clear();
+      dev.exploring_chunk = std::max<std::size_t>(64, round_up_64(dev.stable_chunk / 8, dev.stable_chunk));
+      dev.phase = Phase::exploration;
+      dev.worse_calls = 0;
+    }
     dev.stopped = false;
+    dev.handed_this_call = false;
+    dev.in_flight.clear();  // a failed call's chunks are never recorded
+    if (dev.exploring_chunk == 0) dev.exploring_chunk = explore_from(iterations);
     if (dev.phase == Phase::final) dev.phase = Phase::stable;  // the model holds across calls
   }
 }
@@ -135,123 +169,218 @@ void LogFitScheduler::fit(Device& dev) {
   dev.b = (sy - dev.a * sx) / n;
 }
 
-double LogFitScheduler::measured_device_throughput() const {
-  double sum = 0;
-  for (const Device& dev : dev_)
-    if (!dev.stopped && dev.thr > 0) sum += dev.thr;
-  return sum;
+double LogFitScheduler::predicted(const Device& dev, std::size_t chunk) const {
+  // Between the samples (kept in chunk order), not on the fitted curve: the plan adds up the
+  // predicted times of a call's chunks, and a logarithm fitted to a curve that rises and then
+  // stays flat was 20 % off in between (in simulation, 4 ms late by a call's 8th chunk).
+  const auto& s = dev.samples;
+  if (s.empty()) return dev.thr;
+  // Below the smallest sample a chunk leaves more of the device idle: it takes as long.
+  if (chunk <= s.front().chunk) return s.front().throughput * double(chunk) / double(s.front().chunk);
+  if (chunk >= s.back().chunk) return s.back().throughput;
+  const auto hi =
+      std::lower_bound(s.begin(), s.end(), chunk, [](const Sample& x, std::size_t c) { return x.chunk < c; });
+  const auto lo = hi - 1;
+  const double w = std::log(double(chunk) / double(lo->chunk)) / std::log(double(hi->chunk) / double(lo->chunk));
+  return lo->throughput + w * (hi->throughput - lo->throughput);
 }
 
-bool LogFitScheduler::final_phase_due(const Device& dev, std::size_t remaining) const {
-  if (dev.phase != Phase::stable || cpu_thr_ <= 0 || dev.thr <= 0) return false;
-  // Due when this device's next chunk would outlast everyone else finishing the rest.
-  const double chunk = double(dev.stable_chunk), rem = double(remaining);
-  const double others = double(cpu_workers_) * cpu_thr_ + measured_device_throughput() - dev.thr;
-  return rem < chunk || chunk / dev.thr > (rem - chunk) / others;
+double LogFitScheduler::start_of_next(const Device& dev, double now) const {
+  // A chunk handed out now ends its chunk's kernel time after this: the launch and the notice
+  // when the device is free, or its kernel follows the last one queued. The call's first chunk
+  // also waits for the call's reads to go over.
+  const double fixed = dev.handed_this_call ? dev.fixed : dev.first_fixed;
+  double start = now + (fixed > 0 ? fixed : dev.handed_this_call ? dev.first_fixed : dev.fixed);
+  if (!dev.in_flight.empty()) start = std::max(start, dev.in_flight.back().done);
+  return start;
 }
 
-std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining) {
+double LogFitScheduler::cpu_free(double now) const {
+  // The CPU's workers have been busy since the call began (its chunks are sized so).
+  if (cpu_thr_ <= 0) return now;
+  return std::max(now, double(cpu_given_) / (double(cpu_workers_) * cpu_thr_));
+}
+
+double LogFitScheduler::end_together(double now, double work, int except) const {
+  const double cpu_rate = double(cpu_workers_) * cpu_thr_, cpu_start = cpu_free(now);
+  double committed = cpu_start;  // nobody ends before what it already has
+  for (unsigned d = 0; d < devices_; ++d)
+    if (int(d) != except && !dev_[d].in_flight.empty()) committed = std::max(committed, dev_[d].in_flight.back().done);
+  if (work <= 0) return committed;
+  auto capacity = [&](double t) {  // iterations the sides can still take and end by t
+    double c = cpu_rate * std::max(0.0, t - cpu_start);
+    for (unsigned d = 0; d < devices_; ++d) {
+      const Device& dev = dev_[d];
+      if (int(d) != except && !dev.stopped && planned(dev))
+        c += predicted(dev, n_) * std::max(0.0, t - start_of_next(dev, now));
+    }
+    return c;
+  };
+  double lo = now, hi = now + 1e-3;
+  for (int i = 0; capacity(hi) < work; ++i) {
+    if (i == 200) return std::numeric_limits<double>::infinity();  // nobody can take it
+    hi = now + 2 * (hi - now);
+  }
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (capacity(mid) < work ? lo : hi) = mid;
+  }
+  return std::max(hi, committed);
+}
+
+std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, double now) {
   Device& dev = dev_[d];
   if (dev.stopped) return 0;
-  if (dev.warm_up) return 1;
-  if (final_phase_due(dev, remaining)) dev.phase = Phase::final;
-  switch (dev.phase) {
-    case Phase::exploration:
-      return dev.exploring_chunk;
-    case Phase::stable:
-      return round_up_64(dev.stable_chunk, remaining);
-    case Phase::final:
-      break;
+  const bool first = !dev.handed_this_call;
+  const double start = start_of_next(dev, now);
+  dev.handed_this_call = true;
+  if (dev.phase == Phase::exploration || cpu_thr_ <= 0) {
+    // Exploring (or the CPU not measured yet, so nothing to plan against): the next size due,
+    // advanced now so that chunks in flight at once are samples of different sizes — but not past
+    // the warm-up chunk, which is no sample.
+    std::size_t chunk = dev.phase == Phase::exploration ? dev.exploring_chunk : dev.stable_chunk;
+    chunk = std::max<std::size_t>(1, std::min(chunk, remaining));
+    const bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    if (dev.phase == Phase::exploration && !(dev.warm_up && dev.in_flight.empty())) dev.exploring_chunk *= 2;
+    const double done = start + (dev.thr > 0 ? double(chunk) / predicted(dev, chunk) : 0);
+    dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated});
+    return chunk;
   }
-  // What is left, split so that every side ends together — or none of it here if the others
-  // alone finish sooner, or all of it if this device alone does.
-  const double rem = double(remaining), n_cpu = double(cpu_workers_) * cpu_thr_;
-  const double all = n_cpu + measured_device_throughput();
-  const double split = dev.thr * rem / all;
-  const double t_split = rem / all, t_alone = rem / dev.thr, t_without = rem / (all - dev.thr);
-  dev.stopped = true;  // its last chunk of this call
-  if (t_without <= t_split) return 0;
-  if (t_alone <= t_split) return remaining;
-  return std::size_t(std::llround(split));
+  // Planned: how much of the rest this device takes now, judged by when the whole call would end.
+  const double rem = double(remaining), thr = predicted(dev, n_);
+  const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
+  auto end_if = [&](double x) {  // the call's end if this device takes x now and the others the rest
+    const double mine = x > 0 ? start + x / predicted(dev, std::size_t(std::ceil(x))) : own_end;
+    const double rest = rem - x;
+    // The others' last chunks are whole iterations: one more iteration on one CPU worker.
+    const double others = end_together(now, rest, int(d)) + (rest > 0 && cpu_thr_ > 0 ? 1 / cpu_thr_ : 0);
+    return std::max(mine, others);
+  };
+  const double balanced = std::clamp(thr * (end_together(now, rem) - start), 0.0, rem);
+  double x = rem, best = end_if(rem);  // everything: no CPU chunk can end later than the device
+  for (double candidate : {std::round(balanced), 0.0}) {
+    const double e = end_if(candidate);
+    if (e < best) best = e, x = candidate;
+  }
+  if (x < 1) {  // the others end sooner without it: its token stops for this call
+    dev.stopped = true;
+    return 0;
+  }
+  // Its share in as few chunks as the elbow and the chunk's fixed cost allow: several give the
+  // plan a chance to correct itself and overlap a chunk's transfer back with the next kernel, each
+  // costs a round trip (none for a chunk queued behind another: it pays no launch, no notice).
+  // A queued chunk's kernel should still outlast a round trip, or the queue runs dry (in
+  // simulation, an elbow misjudged at 2K iterations cut a call into hundreds of chunks).
+  const double fixed =
+      dev.in_flight.empty() ? dev.fixed * (1 / kChunkCostShare - 1) : std::max(dev.fixed, dev.first_fixed);
+  const double least = std::max(double(dev.stable_chunk), thr * fixed);
+  const double chunks = std::max(1.0, std::floor(x / std::max(1.0, least)));
+  dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
+  const std::size_t chunk = round_up_64(std::size_t(std::ceil(x / chunks)), remaining);
+  dev.in_flight.push_back({chunk, start + double(chunk) / predicted(dev, chunk), dev.in_flight.empty(), first, false});
+  return chunk;
 }
 
-std::size_t LogFitScheduler::next_cpu(std::size_t remaining) {
-  const double devices_thr = measured_device_throughput();
+std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
   unsigned running = 0;
-  for (const Device& dev : dev_) running += !dev.stopped;
+  bool exploring = false;
+  double devices_thr = 0;
+  for (const Device& dev : dev_) {
+    if (dev.stopped) continue;
+    ++running;
+    devices_thr += dev.thr;
+    exploring = exploring || !planned(dev);
+  }
+  std::size_t chunk = 0;
   if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
     // Nothing measured yet: small probes, never more than a fair share.
-    return std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));
+    chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));
+  } else if (exploring) {
+    // 002's rule while a device explores: a CPU chunk as long as the shortest device chunk in
+    // flight (gpu_chunk / f), and no more than the share of the rest that keeps every side ending
+    // together.
+    double device_seconds = 0;
+    for (const Device& dev : dev_) {
+      if (dev.stopped || dev.thr <= 0) continue;
+      const std::size_t c = dev.in_flight.empty() ? dev.exploring_chunk : dev.in_flight.back().chunk;
+      const double t = double(c) / dev.thr;
+      device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
+    }
+    const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + devices_thr);
+    chunk = std::size_t(std::max(1.0, std::min(device_seconds * cpu_thr_, fair)));
+  } else {
+    // Planned: half of what this worker can run before every side would end together — so no CPU
+    // chunk ends after the device's last one, and the CPU takes only what it finishes by then
+    // (on a device 100x the CPU that is little) — or, once the CPU can finish all that is left
+    // by then, an even share of it (halving on would leave a tail of one-iteration chunks). Not
+    // rounded to 64: one CPU iteration of Barnes-Hut takes 34 us, 64 of them a tenth of the
+    // whole loop on the H200.
+    const double by_then = (end_together(now, double(remaining)) - now) * cpu_thr_;
+    const double even = std::ceil(double(remaining) / double(cpu_workers_));
+    chunk = std::size_t(
+        std::max(1.0, double(remaining) <= double(cpu_workers_) * by_then ? std::min(even, by_then) : 0.5 * by_then));
   }
-  if (running == 0) return std::max<std::size_t>(1, (remaining + cpu_workers_ - 1) / cpu_workers_);
-  // A CPU chunk as long as the shortest device chunk in flight (002's gpu_chunk / f), and no
-  // more than the share of the rest that keeps every side ending together.
-  double device_seconds = 0;
-  for (const Device& dev : dev_) {
-    if (dev.stopped || dev.thr <= 0) continue;
-    const double chunk = double(dev.phase == Phase::exploration ? dev.exploring_chunk : dev.stable_chunk);
-    const double t = chunk / dev.thr;
-    device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
-  }
-  const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + devices_thr);
-  const double chunk = std::max(1.0, std::min(device_seconds * cpu_thr_, fair));
-  return round_up_64(std::size_t(chunk), remaining);
+  chunk = std::min(chunk, remaining);
+  cpu_given_ += chunk;
+  return chunk;
 }
 
 void LogFitScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   Device& dev = dev_[d];
+  InFlight chunk{iterations, 0, false, true, false};
+  if (!dev.in_flight.empty()) {
+    chunk = dev.in_flight.front();
+    dev.in_flight.erase(dev.in_flight.begin());
+  }
   const double thr = double(iterations) / seconds;
-  if (dev.warm_up) {  // the first chunk of a call pays start-up costs: not a sample
+  if (dev.warm_up) {  // the loop's first chunk pays start-up costs (compilation, first touch)
     dev.warm_up = false;
     return;
   }
+  // What the device spent on the chunk outside its kernel, when nothing else of it was in flight
+  // (a queued chunk's round trip holds the wait for the one before): the call's first chunk apart,
+  // as it also waited for the call's reads to go over.
+  if (chunk.alone && round_trip > seconds) blend(chunk.first ? dev.first_fixed : dev.fixed, round_trip - seconds);
   dev.thr = thr;
   if (dev.phase == Phase::exploration) {
-    dev.samples.push_back({iterations, thr});
-    const bool truncated = iterations < dev.exploring_chunk;
-    dev.exploring_chunk *= 2;
+    dev.samples.push_back({iterations, thr});  // exploration's chunks grow: in chunk order
     const std::size_t k = dev.samples.size();
     auto gain = [&](std::size_t i) {  // relative throughput gain per relative chunk growth
       const double growth = double(dev.samples[i].chunk) / double(dev.samples[i - 1].chunk) - 1.0;
       return growth > 0 ? (dev.samples[i].throughput / dev.samples[i - 1].throughput - 1.0) / growth : 0.0;
     };
     const bool elbow = k >= 4 && gain(k - 1) <= elbow_gain_ && gain(k - 2) <= elbow_gain_;
-    if ((elbow || truncated) && k >= 2) {
+    if ((elbow || chunk.truncated) && k >= 2) {
       fit(dev);
       // The tangent point: the chunk where the fitted curve's slope falls to the elbow's.
       const std::size_t elbow_chunk = dev.samples[k - 2].chunk;
       dev.threshold = dev.a > 0 ? dev.a / double(elbow_chunk) : 0;
       dev.stable_chunk = dev.threshold > 0 ? std::size_t(dev.a / dev.threshold) : elbow_chunk;
       dev.phase = Phase::stable;
-      dev.worse_in_a_row = 0;
     }
     return;
   }
-  if (dev.phase != Phase::stable) return;
-  const double predicted = dev.a * std::log(double(iterations)) + dev.b;
-  if (thr >= 0.9 * predicted) {
-    dev.worse_in_a_row = 0;
-    // Replace the sample of its power-of-two interval and refit.
+  // Chunks under the elbow are slow by nature (the device is not full) and the fit is rough
+  // there: they say nothing of a change.
+  if (iterations < dev.stable_chunk) return;
+  if (thr >= 0.9 * predicted(dev, iterations)) {
+    ++dev.judged_good;
+    // Replace the sample of its power-of-two interval and refit; the samples stay in chunk order.
     auto bucket = [](std::size_t c) { return std::size_t(std::log2(double(c))); };
     auto it = std::find_if(dev.samples.begin(), dev.samples.end(),
-                           [&](const Sample& s) { return bucket(s.chunk) == bucket(iterations); });
-    if (it != dev.samples.end())
-      *it = {iterations, thr};
-    else
-      dev.samples.push_back({iterations, thr});
+                           [&](const Sample& s) { return bucket(s.chunk) >= bucket(iterations); });
+    if (it != dev.samples.end() && bucket(it->chunk) == bucket(iterations)) {
+      dev.samples.erase(it);
+      it = std::find_if(dev.samples.begin(), dev.samples.end(), [&](const Sample& s) { return s.chunk > iterations; });
+    }
+    dev.samples.insert(it, {iterations, thr});
     fit(dev);
     if (dev.threshold > 0 && dev.a > 0) dev.stable_chunk = std::size_t(dev.a / dev.threshold);
     return;
   }
-  // Two chunks in a row well under the model: the device's behaviour changed; explore again.
-  if (++dev.worse_in_a_row >= 2) {
-    dev.samples.clear();
-    dev.exploring_chunk = 1;
-    dev.phase = Phase::exploration;
-    dev.worse_in_a_row = 0;
-  }
+  ++dev.judged_slow;  // on_restart() decides whether the device changed
 }
 
 // ---- HGuided --------------------------------------------------------------------------------
@@ -274,13 +403,13 @@ std::size_t HGuidedScheduler::package(std::size_t remaining, double power) const
   return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(size), remaining)));
 }
 
-std::size_t HGuidedScheduler::next_cpu(std::size_t remaining) {
+std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double) {
   // Unmeasured yet, a worker probes with a small package.
   if (!all_measured()) return std::min(remaining, min_chunk_);
   return package(remaining, cpu_thr_);
 }
 
-std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining) {
+std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double) {
   // A device's throughput depends on the package (small ones leave it idle), so its probe is a
   // full-sized package as if it were one more worker: a small probe would make it look weak and
   // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
@@ -293,7 +422,7 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining) {
 
 void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean
   // would follow the shrinking packages down (a device runs small ones slowly), shrink its share,
   // and spiral (two devices in simulation: 0.66x one device's speed with a running mean).
@@ -309,7 +438,7 @@ OracleScheduler::OracleScheduler(unsigned cpu_workers, unsigned devices)
 
 std::string OracleScheduler::name() const { return "oracle"; }
 
-void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds) {
+void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   device_thr_[d] = double(iterations) / seconds;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // How a heterogeneous loop is cut into chunks (issue "LogFit", DESIGN.md §7): pure scheduling
-// logic, no OpenCL and no clock of its own — whoever runs the chunks reports their sizes and
-// times — so it is unit tested on a simulated clock (tests/test_loop_schedulers.cpp). One
+// logic, no OpenCL and no clock of its own — whoever runs the chunks says what time it is when it
+// asks for one and reports their sizes and times — so it is unit tested on a simulated clock
+// (tests/test_loop_schedulers.cpp). One
 // scheduler serves one loop across its calls (time steps): its measurements persist; restart()
 // begins the next call. Thread-safe: the CPU workers and the devices' completions report at once.
 //
@@ -24,22 +25,26 @@ class LoopScheduler {
 
   // The next chunk for a free CPU worker / device `d`, given the iterations not yet handed out;
   // 0 = none for that side now (its token is dropped for the rest of the call). Never more than
-  // `remaining`.
-  std::size_t cpu_chunk(std::size_t remaining);
-  std::size_t device_chunk(unsigned d, std::size_t remaining);
-  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks).
+  // `remaining`. `now`: seconds since this call's restart(), on the caller's clock (LogFit plans
+  // the rest of the call from it: when each side will be free).
+  std::size_t cpu_chunk(std::size_t remaining, double now);
+  std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
+  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks). A device
+  // chunk's `round_trip` is the host's time from its submission to the notice of its end: with
+  // profiling it also holds what the kernel's counters leave out — launch, transfers back, a late
+  // notice — which the device spends idle when one chunk is in flight (0: not known).
   void record_cpu(std::size_t iterations, double seconds);
-  void record_device(unsigned d, std::size_t iterations, double seconds);
+  void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
   // (0 for the first call), end to end.
   void restart(std::size_t iterations, double last_call_seconds = 0);
 
  protected:
   // Called under the scheduler's lock; `d` < devices().
-  virtual std::size_t next_cpu(std::size_t remaining) = 0;
-  virtual std::size_t next_device(unsigned d, std::size_t remaining) = 0;
+  virtual std::size_t next_cpu(std::size_t remaining, double /*now*/) = 0;
+  virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
   virtual void on_cpu(std::size_t, double) {}
-  virtual void on_device(unsigned, std::size_t, double) {}
+  virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   const unsigned cpu_workers_;
   const unsigned devices_;
@@ -60,8 +65,8 @@ class StaticScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   void set_shares(std::vector<double> shares);
 
@@ -79,8 +84,8 @@ class DynamicScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
 
  private:
   std::size_t chunk_;
@@ -90,6 +95,24 @@ class DynamicScheduler : public LoopScheduler {
 // rounding keeps exact multiples of 64; the elbow test is scale-free (the relative throughput
 // gain of doubling the chunk, not an absolute slope that never fires on a fast device); all state
 // is the instance's.
+//
+// The phases are 002's; what each does was changed after the H200 (docs/parallel-for.md), where a
+// device chunk costs 0.2-1 ms outside its kernel and the GPU is 2-300x the CPU, so every extra
+// device chunk, and every moment the device waits for the CPU, costs more than the loop can gain:
+// - exploration: device chunks double from 1/1024 of the range (not from 1, 64, ...: ten chunks
+//   at most cover a range), the samples are kernel throughputs, the elbow ends it. Only the loop's
+//   first device chunk is skipped as a warm-up, not one per call: a tiny warm-up chunk per call
+//   paid a whole round trip each time.
+// - stable: once both sides are measured the call is planned from the clock: the time T at which
+//   every side, working on what is left from when it is free, would end together; the device's
+//   share of it in as few chunks as its per-chunk cost allows (each chunk at least the elbow and
+//   long enough that the cost outside its kernel, measured from the round trips, stays under 1 %),
+//   re-planned at each of its requests; each CPU chunk half the CPU's share up to T, so no CPU chunk
+//   ends after the device's last one and the CPU takes only what it finishes before the device.
+// - final: the device's share fits in one chunk: it takes it (or everything left, or nothing,
+//   whichever the model says ends first).
+// Device chunks in flight at once (device_slots > 1) are tracked: a chunk queued behind another
+// starts when that one's kernel ends, so it pays no launch and no notice of its own.
 class LogFitScheduler : public LoopScheduler {
  public:
   enum class Phase { exploration, stable, final };
@@ -108,34 +131,53 @@ class LogFitScheduler : public LoopScheduler {
   double fit_b(unsigned d = 0) const { return dev_[d].b; }
   std::size_t stable_chunk(unsigned d = 0) const { return dev_[d].stable_chunk; }
   double device_throughput(unsigned d = 0) const { return dev_[d].thr; }
-  double cpu_throughput() const { return cpu_thr_; }  // of one worker
+  double chunk_cost(unsigned d = 0) const { return dev_[d].fixed; }  // seconds outside the kernel
+  double cpu_throughput() const { return cpu_thr_; }                 // of one worker
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
+  struct InFlight {
+    std::size_t chunk;
+    double done;     // when its end's notice is expected, on the call's clock
+    bool alone;      // no other chunk of the device was in flight when it was handed out
+    bool first;      // the call's first: its round trip holds the call's reads going over
+    bool truncated;  // exploration: less than the size due (the range ran out)
+  };
   struct Device {
     Phase phase = Phase::exploration;
     std::vector<Sample> samples;
-    std::size_t exploring_chunk = 1;  // exploration: doubles from 1
-    bool warm_up = true;              // the first chunk of a call is not recorded
-    bool stopped = false;             // its final chunk of this call was handed out
+    std::size_t exploring_chunk = 0;  // 0: set from the first call's range
+    bool warm_up = true;              // the loop's first chunk is not a sample
+    bool stopped = false;             // its token was dropped for this call
+    bool handed_this_call = false;
     double a = 0, b = 0, threshold = 0;
     std::size_t stable_chunk = 0;
-    double thr = 0;
-    int worse_in_a_row = 0;
+    double thr = 0;                        // of its latest chunk
+    double fixed = 0;                      // seconds a chunk alone in flight costs outside its kernel
+    double first_fixed = 0;                // the same for a call's first chunk, which also waits for the reads
+    int worse_calls = 0;                   // calls in a row whose judged chunks were mostly slow
+    int judged_good = 0, judged_slow = 0;  // this call's
+    std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so
   };
   void fit(Device& dev);
-  double measured_device_throughput() const;  // of the devices still running
-  bool final_phase_due(const Device& dev, std::size_t remaining) const;
+  bool planned(const Device& dev) const { return dev.phase != Phase::exploration && dev.thr > 0; }
+  double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
+  double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
+  double cpu_free(double now) const;                             // when the CPU's handed-out work ends
+  // When the CPU and the planned devices (but `except`) would end `work` more iterations together.
+  double end_together(double now, double work, int except = -1) const;
+  std::size_t explore_from(std::size_t iterations) const;
 
   const double elbow_gain_;
   std::vector<Device> dev_;
   double cpu_thr_ = 0;
+  std::size_t n_ = 0, cpu_given_ = 0;  // this call's range and what the CPU took of it
 };
 
 // HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each
@@ -148,10 +190,10 @@ class HGuidedScheduler : public LoopScheduler {
   std::string name() const override;
 
  protected:
-  std::size_t next_cpu(std::size_t remaining) override;
-  std::size_t next_device(unsigned d, std::size_t remaining) override;
+  std::size_t next_cpu(std::size_t remaining, double now) override;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
 
  private:
   bool all_measured() const;
@@ -175,7 +217,7 @@ class OracleScheduler : public StaticScheduler {
   double best_share() const { return best_share_; }
 
  protected:
-  void on_device(unsigned d, std::size_t iterations, double seconds) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:

@@ -1,14 +1,18 @@
 // The loop schedulers (src/loop_schedulers.hpp) on a simulated clock: no OpenCL, a fake CPU of
-// `workers` workers at a fixed rate and a fake device whose throughput grows with the chunk and
+// `workers` workers at a fixed rate and fake devices whose throughput grows with the chunk and
 // saturates (the curve with an elbow that LogFit looks for). The simulation is the selector of
-// DESIGN.md §7: each free worker or the device asks for a chunk of what is left, runs it, reports
-// its time, and drops its token when the scheduler gives it nothing.
+// DESIGN.md §7: each free worker or device token asks for a chunk of what is left, runs it, reports
+// its time, and drops its token when the scheduler gives it nothing. A device chunk also pays what
+// the H200 showed outside its kernel (perf/RESULTS.md): a launch before it and a late notice of its
+// end after it, during which that device token waits; with several slots a device's next chunk is
+// queued behind the one running, so its kernel follows at once.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <queue>
+#include <string>
 #include <vector>
 
 #include "loop_schedulers.hpp"
@@ -22,15 +26,25 @@ Rate saturating(double peak, double half) {
   return [peak, half](std::size_t c) { return peak * double(c) / (double(c) + half); };
 }
 
+struct SimDevice {
+  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0)  // NOLINT: a Rate is a device
+      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds) {}
+  Rate rate;          // of its kernels, as profiling counters time them
+  double launch = 0;  // from submission to the kernel's start, when the device is free
+  double notice = 0;  // from the kernel's end to the host's notice of it (the hook)
+};
+
 struct Machine {
   unsigned workers = 4;
-  double cpu_rate = 1e6;  // per worker
-  std::vector<Rate> devices{saturating(4e7, 4096)};
+  double cpu_rate = 1e6;      // per worker
+  double cpu_chunk_cost = 0;  // per CPU chunk (a hook's submission and run), not in its timed part
+  unsigned device_slots = 1;  // chunks in flight per device (LoopOptions::device_slots)
+  std::vector<SimDevice> devices{saturating(4e7, 4096)};
 };
 
 struct Outcome {
   double cpu_end = 0, device_end = 0;
-  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0;
+  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
   std::vector<std::size_t> per_device;
   std::vector<int> runs;  // how many times each iteration ran
   double end() const { return std::max(cpu_end, device_end); }
@@ -44,13 +58,18 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
   s.restart(n, last_call);
   struct Event {
     double t;
-    int agent;  // < 0: device -agent-1; else a CPU worker
+    std::size_t order;  // ties go in submission order: the CPU's tokens first, as LoopState::begin
+    int agent;          // < 0: a token of device -agent-1; else a CPU worker
     std::size_t begin = 0, size = 0;
-    bool operator>(const Event& e) const { return t > e.t; }
+    double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
+    bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, -int(d) - 1});
-  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, int(w)});
+  std::size_t order = 0;
+  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
+  for (std::size_t d = 0; d < m.devices.size(); ++d)
+    for (unsigned k = 0; k < m.device_slots; ++k) events.push({0.0, order++, -int(d) - 1});
+  std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
   std::size_t cursor = 0;
   while (!events.empty()) {
     const Event e = events.top();
@@ -60,20 +79,27 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
     if (e.size) {
       for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
       if (device) {
-        s.record_device(d, e.size, double(e.size) / m.devices[d](e.size));  // as profiling would time it
+        s.record_device(d, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
         o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
         o.per_device[d] += e.size;
       } else {
         s.record_cpu(e.size, double(e.size) / m.cpu_rate);
-        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size;
+        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
       }
     }
     const std::size_t remaining = n - cursor;
-    const std::size_t chunk = device ? s.device_chunk(d, remaining) : s.cpu_chunk(remaining);
+    const std::size_t chunk = device ? s.device_chunk(d, remaining, e.t) : s.cpu_chunk(remaining, e.t);
     if (chunk == 0) continue;  // this token is dropped
     REQUIRE(chunk <= remaining);
-    const double seconds = device ? double(chunk) / m.devices[d](chunk) : double(chunk) / m.cpu_rate;
-    events.push({e.t + seconds, e.agent, cursor, chunk});
+    if (device) {
+      const SimDevice& dev = m.devices[d];
+      const double kernel = double(chunk) / dev.rate(chunk);
+      const double start = std::max(e.t + dev.launch, device_free[d]);
+      device_free[d] = start + kernel;
+      events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
+    } else {
+      events.push({e.t + m.cpu_chunk_cost + double(chunk) / m.cpu_rate, order++, e.agent, cursor, chunk});
+    }
     cursor += chunk;
   }
   return o;
@@ -82,7 +108,7 @@ Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_
 // The best any split can do: every side busy until the end, devices at their saturated rate.
 double ideal_seconds(const Machine& m, std::size_t n) {
   double rate = double(m.workers) * m.cpu_rate;
-  for (const auto& dev : m.devices) rate += dev(std::size_t(1) << 40);
+  for (const auto& dev : m.devices) rate += dev.rate(std::size_t(1) << 40);
   return double(n) / rate;
 }
 
@@ -243,5 +269,102 @@ TEST_CASE(
     CHECK(a.end() / b.end() >= 1.8);
     CHECK(ideal_seconds(unequal, n) / c.end() >= 0.85);
     CHECK(c.per_device[0] > 2 * c.per_device[1]);  // the faster device did more
+  }
+}
+
+namespace {
+
+// Machines shaped like the NVIDIA H200 host's measurements (perf/RESULTS.md, "The heterogeneous
+// loop"): 15 CPU workers; a device whose kernel over fewer than `fill` iterations takes as long as
+// one over `fill` (a thread's own latency bounds it: N-body's 32K threads never fill the GPU, for
+// Barnes-Hut and SpMV the elbow is a guess, not measured); and `fixed` seconds per device chunk
+// outside its kernel, a quarter launch, three quarters late notice (NVIDIA's callbacks, the poller),
+// measured there at 0.2-1 ms. The whole loop takes `cpu_seconds` on the CPU alone and
+// `device_seconds` on the device alone, in one chunk, fixed cost included.
+struct Profile {
+  std::string name;
+  std::size_t n;
+  Machine machine;
+};
+
+Profile h200_like(std::string name, std::size_t n, double cpu_seconds, double device_seconds, std::size_t fill,
+                  double fixed, unsigned slots = 1) {
+  constexpr double kernel_start = 5e-6;  // inside the profiled time
+  const double peak = double(std::max(n, fill)) / (device_seconds - fixed - kernel_start);
+  Profile p{std::move(name), n, {}};
+  p.machine.workers = 15;
+  p.machine.cpu_rate = double(n) / (cpu_seconds * 15);
+  p.machine.cpu_chunk_cost = 5e-6;
+  p.machine.device_slots = slots;
+  const Rate rate = [peak, fill = fill, kernel_start = kernel_start](std::size_t c) {
+    return double(c) / (kernel_start + double(std::max(c, fill)) / peak);
+  };
+  p.machine.devices = {SimDevice(rate, 0.25 * fixed, 0.75 * fixed)};
+  return p;
+}
+
+std::vector<Profile> h200_profiles() {
+  std::vector<Profile> v;
+  for (double fixed : {0.3e-3, 1e-3}) {
+    const std::string ms = fixed < 0.5e-3 ? ", 0.3 ms/chunk" : ", 1 ms/chunk";
+    v.push_back(h200_like("Barnes-Hut 1M (device 120x)" + ms, 1'000'000, 2.3, 0.019, 65'536, fixed));
+    v.push_back(h200_like("SpMV 2^22 (device 2x)" + ms, std::size_t(1) << 22, 0.04, 0.019, 262'144, fixed));
+    v.push_back(h200_like("N-body 32K (device 350x)" + ms, 32'768, 0.45, 0.0013, 1 << 20, fixed));
+  }
+  // The elbow is a guess: a device that fills only at 256K iterations, a quarter of the loop.
+  v.push_back(h200_like("Barnes-Hut 1M, elbow 256K, 1 ms/chunk", 1'000'000, 2.3, 0.019, 262'144, 1e-3));
+  v.push_back(h200_like("Barnes-Hut 1M, 1 ms/chunk, 2 device slots", 1'000'000, 2.3, 0.019, 65'536, 1e-3, 2));
+  v.push_back(h200_like("SpMV 2^22, 1 ms/chunk, 2 device slots", std::size_t(1) << 22, 0.04, 0.019, 262'144, 1e-3, 2));
+  return v;
+}
+
+// The loop called `calls` times (time steps), the scheduler kept: each call's makespan.
+std::vector<double> makespans(LoopScheduler& s, const Machine& m, std::size_t n, int calls) {
+  std::vector<double> t;
+  double last = 0;
+  for (int call = 0; call < calls; ++call) {
+    const Outcome o = simulate(s, m, n, last);
+    REQUIRE(each_once(o));
+    t.push_back(last = o.end());
+  }
+  return t;
+}
+
+double static_split(const Machine& m, std::size_t n, double share) {
+  StaticScheduler s(m.workers, {share});
+  return simulate(s, m, n).end();
+}
+
+}  // namespace
+
+TEST_CASE("on H200-like machines LogFit loses no time against the device alone and reaches the issue's targets") {
+  // Issue 15: never more than 3 % slower than the device alone, efficiency 1 / (1/T_cpu + 1/T_device)
+  // / T of at least 0.93 on average, within 5 % of the best static split on regular loops. The first
+  // two calls may explore; the targets hold from the third call on.
+  constexpr int calls = 10, learning = 2;
+  for (const Profile& p : h200_profiles()) {
+    CAPTURE(p.name);
+    const double t_device = static_split(p.machine, p.n, 1.0), t_cpu = static_split(p.machine, p.n, 0.0);
+    const double ideal = 1 / (1 / t_cpu + 1 / t_device);
+    double best_static = t_device;
+    for (int i = 0; i <= 200; ++i) best_static = std::min(best_static, static_split(p.machine, p.n, i / 200.0));
+    LogFitScheduler lf(p.machine.workers);
+    HGuidedScheduler hg(p.machine.workers);
+    const std::vector<double> t = makespans(lf, p.machine, p.n, calls);
+    const std::vector<double> h = makespans(hg, p.machine, p.n, calls);
+    double efficiency = 0, worst = 0, hg_worst = 0;
+    for (int call = learning; call < calls; ++call) {
+      efficiency += ideal / t[call] / (calls - learning);
+      worst = std::max(worst, t[call]);
+      hg_worst = std::max(hg_worst, h[call]);
+    }
+    MESSAGE(p.name << ": device alone " << t_device * 1e3 << " ms, CPU alone " << t_cpu * 1e3 << " ms, ideal "
+                   << ideal * 1e3 << " ms, best static " << best_static * 1e3 << " ms; LogFit calls 1-2 " << t[0] * 1e3
+                   << ", " << t[1] * 1e3 << " ms, then worst " << worst * 1e3 << " ms (x" << worst / t_device
+                   << " the device alone), mean efficiency " << efficiency << "; HGuided worst " << hg_worst * 1e3
+                   << " ms");
+    CHECK(worst <= 1.03 * t_device);
+    CHECK(efficiency >= 0.93);
+    CHECK(worst <= 1.05 * best_static);
   }
 }

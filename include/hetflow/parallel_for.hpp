@@ -66,8 +66,10 @@ struct LoopOptions {
   std::string scheduler = "logfit";
   unsigned cpu_workers = 0;  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device)
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
-  // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, but LogFit's model assumes
-  // one chunk in flight and collapsed with two (perf/RESULTS.md), so one is the default for now.
+  // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, where LogFit, whose model
+  // then assumed one chunk in flight, collapsed (perf/RESULTS.md). LogFit now tracks queued chunks
+  // and, on a simulated H200, loses nothing with two (docs/parallel-for.md); one stays the default
+  // until that is measured there.
   unsigned device_slots = 1;
 };
 
