@@ -79,13 +79,16 @@ void DispatchStep::track_hazards(const RequestPtr& r) {
     if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(engine_.recording && is_done(e.from)))
       preds.push_back(e.from);
   if (!engine_.recording) return;
+  std::vector<EdgeRecord> edges;
   for (const auto& e : edge_scratch_) {
     const auto& tile = *std::find_if(r->accesses.begin(), r->accesses.end(), [&](const Access& a) {
                           return a.tile->id == e.tile;
                         })->tile;
-    r->edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
-                                  tile.extent.dims, e.from_slot, e.to_slot});
+    edges.push_back(EdgeRecord{e.from->id, r->id, to_string(e.hazard), tile.name, to_string(e.image), e.region,
+                               tile.extent.dims, e.from_slot, e.to_slot});
   }
+  std::lock_guard lock(r->m);  // records() may be reading it (the request is in the history already)
+  r->edges = std::move(edges);
 }
 
 void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {

@@ -19,6 +19,7 @@ bool running_host_task() { return running_task != nullptr; }
 void Engine::run_host(const RequestPtr& r) {
   if (recording) {
     r->start_ns = now_ns();
+    std::lock_guard lock(r->m);
     r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());
   }
   std::string error;

@@ -16,12 +16,20 @@ std::vector<RequestRecord> Engine::records() const {
     rec.id = r->id;
     rec.kind = to_string(r->kind);
     rec.name = r->name;
-    rec.lane = r->kind == Kind::host ? (r->worker.empty() ? "host" : r->worker) : lane_name(*r);
+    if (r->kind == Kind::host) {
+      std::lock_guard lock(r->m);
+      rec.lane = r->worker.empty() ? "host" : r->worker;
+    } else {
+      rec.lane = lane_name(*r);
+    }
     rec.submit_ns = r->submit_ns;
     rec.start_ns = r->start_ns;
     rec.end_ns = r->end_ns;
     rec.enqueue_ns = r->enqueue_ns;
-    rec.in_edges = r->edges;
+    {
+      std::lock_guard lock(r->m);
+      rec.in_edges = r->edges;
+    }
     rec.flow_node = r->flow_node;
     Status s = r->status.load();
     cl_event ev = r->event.load();

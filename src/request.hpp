@@ -129,9 +129,12 @@ struct Request : std::enable_shared_from_this<Request> {
   std::vector<RequestPtr> device_preds;  // wait requests: device commands still pending at arming
 
   // Recording (dumps, traces).
-  std::int64_t submit_ns = -1, start_ns = -1, end_ns = -1, enqueue_ns = -1;
-  std::string worker;  // host tasks: which worker ran it
-  std::vector<EdgeRecord> edges;
+  // Written by whoever runs or enqueues the request while records() may read them from any thread
+  // (a program may dump while hooks still run): atomics; `worker` under `m`.
+  std::int64_t submit_ns = -1;  // before the request is shared
+  std::atomic<std::int64_t> start_ns{-1}, end_ns{-1}, enqueue_ns{-1};
+  std::string worker;             // host tasks: which worker ran it; under `m`
+  std::vector<EdgeRecord> edges;  // under `m`
 
   Request() { live.fetch_add(1, std::memory_order_relaxed); }
   ~Request();
