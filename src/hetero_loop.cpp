@@ -309,13 +309,7 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   if (const Request* task = engine.host_task_on_this_thread())
     throw UsageError("parallel_for inside host task '" + task->name +
                      "' of the same controller would wait for the graph that runs the task");
-  claim();
-  try {
-    begin(n);
-  } catch (...) {
-    abandon();
-    throw;
-  }
+  claim_and_begin(n);
   // The calling thread helps run the graph's tasks rather than only sleep: with a CPU token per
   // worker thread, the device's completion hooks would otherwise find every worker busy with a CPU
   // chunk and the device would idle until one ended (seed 002's starved GPU token, Fig. 47; seen on
@@ -341,39 +335,33 @@ LoopReport LoopState::run(std::size_t n) {
   return e.report;
 }
 
-void LoopState::claim() {
-  std::lock_guard lock(m_);
-  // One call at a time (its chunks and the scheduler's state are the loop's): a second would corrupt
-  // the first's hand-out and wait for ever, so it is refused.
-  if (running_)
-    throw UsageError(
-        "parallel_for: this loop is already running a call (one call at a time per HeteroLoop; make "
-        "one HeteroLoop per thread)");
-  running_ = true;
-}
-
-void LoopState::abandon() {
-  // begin() was refused before any chunk was handed out (a read's transfer): no end to report.
-  std::lock_guard lock(m_);
-  done_ = nullptr;
-  tokens_ = 0;
-  running_ = false;
+void LoopState::claim_and_begin(std::size_t n, std::function<void(Ended)> done) {
+  {
+    std::lock_guard lock(m_);
+    // One call at a time (its chunks and the scheduler's state are the loop's): a second would
+    // corrupt the first's hand-out and wait for ever, so it is refused.
+    if (running_)
+      throw UsageError(
+          "parallel_for: this loop is already running a call (one call at a time per HeteroLoop; make "
+          "one HeteroLoop per thread)");
+    running_ = true;
+    done_ = std::move(done);
+  }
+  try {
+    begin(n);
+  } catch (...) {  // refused before any chunk was handed out (a read's transfer): no end to report
+    std::lock_guard lock(m_);
+    done_ = nullptr;
+    tokens_ = 0;
+    running_ = false;
+    throw;
+  }
 }
 
 void LoopState::start(std::size_t n, std::function<void(Ended)> done) {
   if (engine_of(c_).policy == Policy::sync)
     throw UsageError("a started loop needs the async policy: under sync every transfer blocks (use run)");
-  claim();
-  {
-    std::lock_guard lock(m_);
-    done_ = std::move(done);
-  }
-  try {
-    begin(n);
-  } catch (...) {
-    abandon();
-    throw;
-  }
+  claim_and_begin(n, std::move(done));
   std::unique_lock lock(m_);
   notify_if_ended(lock);  // n == 0, or every chunk already ended
 }

@@ -48,8 +48,9 @@ class LoopState {
   std::uint32_t flow_node() const { return flow_node_; }
 
  private:
-  void claim();               // the call starts: refused while another runs
-  void abandon();             // begin() was refused before handing out a chunk
+  // A call starts (refused while another runs) with `done` for start(), none for run; a refused
+  // begin() leaves the loop free for the next call.
+  void claim_and_begin(std::size_t n, std::function<void(Ended)> done = nullptr);
   void begin(std::size_t n);  // a call's set-up and first chunks
   Ended end_of_call();        // once every chunk has ended
   void next_cpu();

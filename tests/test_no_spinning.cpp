@@ -53,6 +53,19 @@ int repeats_for(Controller& c, const Kernel& k, Tile<float>& a, Tile<float>& b, 
   }
 }
 
+// A controller, copy_loop, its tiles and a repeat count that keeps one work-group busy ~1 s.
+struct LongKernel {
+  Controller c{test::options(Policy::async, 1)};
+  Kernel k = c.kernel("hetflow_test.cl", "copy_loop");
+  Tile<float> a = c.tile<float>(kLen, "a"), b = c.tile<float>(kLen, "b");
+  int repeat = prepare();
+  int prepare() {
+    std::fill(a.data(), a.data() + kLen, 1.0f);
+    c.move_to(a);
+    return repeats_for(c, k, a, b, 1.0);
+  }
+};
+
 void check_about_one_core(double cpu, double wall, const char* what) {
   INFO(std::string(what) << ": process CPU " << cpu << " s over " << wall << " s of wall time");
   CHECK(wall > 0.3);               // the kernel dominated the window
@@ -62,12 +75,8 @@ void check_about_one_core(double cpu, double wall, const char* what) {
 }  // namespace
 
 TEST_CASE("a flow graph waiting on a long kernel keeps no thread busy beside it") {
-  Controller c(test::options(Policy::async, 1));
-  auto k = c.kernel("hetflow_test.cl", "copy_loop");
-  auto a = c.tile<float>(kLen, "a"), b = c.tile<float>(kLen, "b");
-  std::fill(a.data(), a.data() + kLen, 1.0f);
-  c.move_to(a);
-  const int repeat = repeats_for(c, k, a, b, 1.0);
+  LongKernel lk;
+  auto& [c, k, a, b, repeat] = lk;
 
   struct Msg : hf::Message {
     Tile<float> a, b;
@@ -92,12 +101,8 @@ TEST_CASE("a flow graph waiting on a long kernel keeps no thread busy beside it"
 }
 
 TEST_CASE("an on_ready hook on a long kernel keeps no thread busy while the program sleeps") {
-  Controller c(test::options(Policy::async, 1));
-  auto k = c.kernel("hetflow_test.cl", "copy_loop");
-  auto a = c.tile<float>(kLen, "a"), b = c.tile<float>(kLen, "b");
-  std::fill(a.data(), a.data() + kLen, 1.0f);
-  c.move_to(a);
-  const int repeat = repeats_for(c, k, a, b, 1.0);
+  LongKernel lk;
+  auto& [c, k, a, b, repeat] = lk;
   std::atomic<bool> fired{false};
   const auto [cpu, wall] = cpu_and_wall([&] {
     c.launch(k, Range(kGroup).local(kGroup), in(a), out(b), kLen, repeat);
@@ -110,12 +115,8 @@ TEST_CASE("an on_ready hook on a long kernel keeps no thread busy while the prog
 }
 
 TEST_CASE("a loop whose chunk is on the device keeps no thread busy while it runs") {
-  Controller c(test::options(Policy::async, 1));
-  auto k = c.kernel("hetflow_test.cl", "copy_loop");
-  auto a = c.tile<float>(kLen, "a"), b = c.tile<float>(kLen, "b");
-  std::fill(a.data(), a.data() + kLen, 1.0f);
-  c.move_to(a);
-  const int repeat = repeats_for(c, k, a, b, 1.0);
+  LongKernel lk;
+  auto& [c, k, a, b, repeat] = lk;
   LoopBody body;
   body.cpu = [&](Chunk ch) {
     for (auto i = ch.begin; i < ch.end; ++i) b[i] = a[i];
