@@ -3,7 +3,9 @@
 # repository root with the bundle made by perf/make-bundle.sh carried along.
 #   bash perf/run-gpu.sh [BUNDLE=bundle] [PART=all]    logs go to $OUT (or /tmp/hetflow-out), a table last
 # PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), sobel
-# (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), or all.
+# (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), flow (the
+# flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers), or all;
+# several as a comma-separated list (tests,flow,loops).
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
 # of `tests` what checks PoCL rather than the engine (the guard's control runs and the plain
 # reproducer) and test_concurrent_launches (~2.5 min there), keeping the 200 banded runs.
@@ -33,11 +35,12 @@ repeat() {
   echo "$name: $ok ok, $aborted aborted, $other other of $n" | tee -a "$L/summary.txt"
 }
 
+has() { [ "$PART" = all ] || [[ ",$PART," == *",$1,"* ]]; }
 date -u +%Y-%m-%dT%H:%MZ | tee "$L/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$L/summary.txt"
 $B/bin/hetflow devices | tee "$L/devices.log"
 
-if [ "$PART" = tests ] || [ "$PART" = all ]; then
+if has tests; then
   export HETFLOW_DEVICE=nvidia
   run appendix_a $B/bin/test_appendix_a
   run errors $B/bin/test_errors
@@ -79,7 +82,7 @@ sobel_bench() {
   run sobel_16k_threads8 $B/bin/bench_workloads sobel 16k 100 3 --host-threads 8
 }
 
-if [ "$PART" = sobel ]; then
+if [ "$PART" != all ] && has sobel; then
   export HETFLOW_DEVICE=nvidia
   sobel_bench
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
@@ -106,21 +109,28 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   HETFLOW_DEVICE=portable run banded_pocl $B/bin/bench_banded 1024 8 20 7
   sobel_bench
   run jacobi $B/bin/bench_workloads jacobi 16384 300 5
-  run flow_graph_8k $B/bin/bench_flow_graph 8k 100 5 2,4
-  run flow_graph_16k $B/bin/bench_flow_graph 16k 100 5 2,4
   run matpow $B/bin/bench_workloads matpow 8192 10 5
-  run loops_barneshut $B/bin/bench_loops barneshut 1000000 9 16384 --fast-math
-  run loops_spmv $B/bin/bench_loops spmv 22 9
   run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
   $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
   echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
-  grep -h -A2 "median of" "$L"/flow_graph_*.log
-  grep -h -A8 "calls each" "$L"/loops_*.log
   grep -h -A4 "perf/overhead" "$L"/overhead_*.log
   grep -h -A12 "after a warm-up round" "$L"/peers_*.log
   grep -h -A6 "perf/banded" "$L"/banded_pocl.log
   tail -n 9 "$L/copy_concurrency.log"
+fi
+if has flow || has bench; then
+  export HETFLOW_DEVICE=nvidia
+  run flow_graph_8k $B/bin/bench_flow_graph 8k 100 5 2,4
+  run flow_graph_16k $B/bin/bench_flow_graph 16k 100 5 2,4
+  echo; echo "===== flow tables"; grep -h -A4 "median of" "$L"/flow_graph_*.log
+fi
+if has loops || has bench; then
+  export HETFLOW_DEVICE=nvidia
+  run loops_barneshut $B/bin/bench_loops barneshut 1000000 9 16384 --fast-math
+  run loops_spmv $B/bin/bench_loops spmv 22 9
+  run loops_nbody $B/bin/bench_loops nbody 32768 6 512 --fast-math
+  echo; echo "===== loop tables"; grep -h -A10 "calls each" "$L"/loops_*.log
 fi
 echo; echo "===== summary"; grep -E "^== |rc=|test cases| ok, " "$L/summary.txt"
 tar czf "$OUT/logs.tgz" -C "$L" .

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace test {
@@ -20,5 +21,13 @@ inline CommandResult run_command(const std::string& command) {
   const int raw = ::pclose(pipe);
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
+}
+
+// A program of this project: beside the running test when the two were carried elsewhere together
+// (the GPU host's bundle), else where the build put it.
+inline std::string program_beside_or(const char* name, const std::string& built) {
+  std::error_code ec;
+  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / name;
+  return !ec && std::filesystem::exists(beside) ? beside.string() : built;
 }
 }  // namespace test

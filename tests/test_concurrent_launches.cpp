@@ -23,13 +23,7 @@ struct Config {
   }
 };
 
-// The banded_heat program: beside this test when the two were carried elsewhere together (the GPU
-// host's bundle), else where the build put it.
-std::string banded_heat_program() {
-  std::error_code ec;
-  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "banded_heat";
-  return !ec && std::filesystem::exists(beside) ? beside.string() : std::string(HETFLOW_BANDED_HEAT_PATH);
-}
+std::string banded_heat_program() { return test::program_beside_or("banded_heat", HETFLOW_BANDED_HEAT_PATH); }
 
 // PoCL 3.1 leaks a reference to a kernel variant on each launch, which hides the fault once a
 // process has run a few launches: so most repetitions are fresh processes (the program in

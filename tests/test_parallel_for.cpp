@@ -204,7 +204,7 @@ TEST_CASE("misuse is refused with what is wrong") {
 }
 
 TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {
-  const std::string cli = HETFLOW_CLI_PATH;
+  const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
   for (const char* w : {"mandelbrot --size 96", "nbody --size 512", "spmv --size 10", "barneshut --size 3000"}) {
     CAPTURE(w);
     const auto r = test::run_command(cli + " run " + w + " --calls 2 --scheduler hguided --cpu-workers 1 --verify");
