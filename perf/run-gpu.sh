@@ -119,13 +119,13 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   grep -h -A6 "perf/banded" "$L"/banded_pocl.log
   tail -n 9 "$L/copy_concurrency.log"
 fi
-if has flow || has bench; then
+if has flow; then
   export HETFLOW_DEVICE=nvidia
   run flow_graph_8k $B/bin/bench_flow_graph 8k 100 5 2,4
   run flow_graph_16k $B/bin/bench_flow_graph 16k 100 5 2,4
   echo; echo "===== flow tables"; grep -h -A4 "median of" "$L"/flow_graph_*.log
 fi
-if has loops || has bench; then
+if has loops; then
   export HETFLOW_DEVICE=nvidia
   run loops_barneshut $B/bin/bench_loops barneshut 1000000 9 16384 --fast-math
   run loops_spmv $B/bin/bench_loops spmv 22 9
