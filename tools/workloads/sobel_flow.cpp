@@ -17,9 +17,21 @@ namespace {
 using namespace tbb::flow;
 namespace hf = hetflow::flow;
 
-struct Frame : hf::Message {
-  Tile<float> in, out, row_diff, row_smooth, gx, gy;  // one slot's tiles
+// A frame's slots, as the imperative version's: the input image is held from generation until the
+// first kernel has read it (there: until its H2D), the device intermediates and the output image
+// from the first kernel until the output is consumed. A frame holding both for its whole life needed
+// twice the slots to keep the copy engines as busy (H200, bench_flow_graph: +22 % at 8K with 2).
+struct InputSlot {
+  Tile<float> in;
   int slot = 0;
+};
+struct WorkSlot {
+  Tile<float> out, row_diff, row_smooth, gx, gy;
+  int slot = 0;
+};
+struct Frame : hf::Message {
+  InputSlot input;
+  WorkSlot work;
 };
 
 }  // namespace
@@ -41,19 +53,21 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   auto kernel = [&](const char* name) { return c.kernel("sobel.cl", name, "-cl-kernel-arg-info"); };
   const Kernel rows_k = kernel("sobel_rows"), smooth_k = kernel("sobel_col_smooth"), diff_k = kernel("sobel_col_diff"),
                mag_k = kernel("sobel_magnitude");
-  std::vector<Frame> pool_frames(static_cast<std::size_t>(slots));
+  std::vector<InputSlot> inputs(static_cast<std::size_t>(slots));
+  std::vector<WorkSlot> works(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
-    auto& f = pool_frames[std::size_t(s)];
-    f.slot = s;
+    auto& i = inputs[std::size_t(s)];
+    auto& f = works[std::size_t(s)];
+    i.slot = f.slot = s;
     const std::string n = std::to_string(s);
-    f.in = c.tile<float>(extent, "frame" + n);
+    i.in = c.tile<float>(extent, "frame" + n);
     f.out = c.tile<float>(extent, "edges" + n);
     f.row_diff = c.device_tile<float>(extent, "row_diff" + n);
     f.row_smooth = c.device_tile<float>(extent, "row_smooth" + n);
     f.gx = c.device_tile<float>(extent, "gx" + n);
     f.gy = c.device_tile<float>(extent, "gy" + n);
     // Warm-up (untimed), as the imperative version: every kernel once per slot.
-    c.launch(rows_k, range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
+    c.launch(rows_k, range, in(i.in), out(f.row_diff), out(f.row_smooth), w, h);
     c.launch(smooth_k, range, in(f.row_diff), out(f.gx), w, h);
     c.launch(diff_k, range, in(f.row_smooth), out(f.gy), w, h);
     c.launch(mag_k, range, in(f.gx), in(f.gy), out(f.out), w, h);
@@ -67,67 +81,89 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   const auto t0 = std::chrono::steady_clock::now();
 
   graph g;
-  // The pool holds the slots; a reserving join takes a frame number only with a free slot, so at most
-  // `slots` frames are in flight and no tile is made per frame.
-  buffer_node<Frame> pool(g);
+  // Each pool holds its slots; a reserving join takes a frame number only with a free input slot, and
+  // a loaded frame goes on only with a free work slot, so at most `slots` frames hold each kind and
+  // no tile is made per frame.
+  buffer_node<InputSlot> input_pool(g);
+  buffer_node<WorkSlot> work_pool(g);
   input_node<std::uint64_t> numbers(g,
                                     [i = std::uint64_t{0}, n = std::uint64_t(frames)](tbb::flow_control& fc) mutable {
                                       if (i == n) fc.stop();
                                       return i++;
                                     });
-  join_node<std::tuple<std::uint64_t, Frame>, reserving> take(g);
-  function_node<std::tuple<std::uint64_t, Frame>, Frame> label(g, serial,
-                                                               [](const std::tuple<std::uint64_t, Frame>& t) {
-                                                                 Frame f = std::get<1>(t);
-                                                                 f.seq = std::get<0>(t);
-                                                                 f.clear_failure();
-                                                                 return f;
-                                                               });
+  join_node<std::tuple<std::uint64_t, InputSlot>, reserving> take_input(g);
+  function_node<std::tuple<std::uint64_t, InputSlot>, Frame> label(g, serial,
+                                                                   [](const std::tuple<std::uint64_t, InputSlot>& t) {
+                                                                     Frame f;
+                                                                     f.seq = std::get<0>(t);
+                                                                     f.input = std::get<1>(t);
+                                                                     return f;
+                                                                   });
   // A .y4m stream is read in frame order: one body at a time, in arrival order (the label is serial).
   hf::host_node<Frame> load(
-      g, c, [](const Frame& f) { return hf::touch(out(f.in)); },
+      g, c, [](const Frame& f) { return hf::touch(out(f.input.in)); },
       [reader, w, h, arena](Frame& f) {
         if (!reader)
-          arena->execute([&] { generate_frame(f.in.data(), w, h, int(f.seq)); });  // as the imperative version
-        else if (!reader->read_luma(f.in.data()))
+          arena->execute([&] { generate_frame(f.input.in.data(), w, h, int(f.seq)); });  // as the imperative version
+        else if (!reader->read_luma(f.input.in.data()))
           throw Error("input ended before frame " + std::to_string(f.seq));
       },
       {.name = "load", .concurrency = reader ? std::size_t(1) : std::size_t(unlimited)});
-  hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
-    return hf::launch(range, in(f.in), out(f.row_diff), out(f.row_smooth), w, h);
+  queue_node<Frame> loaded(g);  // a reserving join pulls from a buffer, not from a node that pushes
+  join_node<std::tuple<Frame, WorkSlot>, reserving> take_work(g);
+  function_node<std::tuple<Frame, WorkSlot>, Frame> with_work(g, serial, [](const std::tuple<Frame, WorkSlot>& t) {
+    Frame f = std::get<0>(t);
+    f.work = std::get<1>(t);
+    return f;
   });
-  hf::kernel_node<Frame> smooth(g, c, smooth_k,
-                                [&](const Frame& f) { return hf::launch(range, in(f.row_diff), out(f.gx), w, h); });
-  hf::kernel_node<Frame> diff(g, c, diff_k,
-                              [&](const Frame& f) { return hf::launch(range, in(f.row_smooth), out(f.gy), w, h); });
-  hf::kernel_node<Frame> magnitude(
-      g, c, mag_k, [&](const Frame& f) { return hf::launch(range, in(f.gx), in(f.gy), out(f.out), w, h); });
+  hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
+    return hf::launch(range, in(f.input.in), out(f.work.row_diff), out(f.work.row_smooth), w, h);
+  });
+  // The first kernel has read the input image: its slot can take the next frame.
+  function_node<Frame, Frame> input_done(g, serial, [&](const Frame& f) {
+    input_pool.try_put(f.input);
+    return f;
+  });
+  hf::kernel_node<Frame> smooth(
+      g, c, smooth_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_diff), out(f.work.gx), w, h); });
+  hf::kernel_node<Frame> diff(
+      g, c, diff_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_smooth), out(f.work.gy), w, h); });
+  hf::kernel_node<Frame> magnitude(g, c, mag_k, [&](const Frame& f) {
+    return hf::launch(range, in(f.work.gx), in(f.work.gy), out(f.work.out), w, h);
+  });
   hf::host_node<Frame> consume(
-      g, c, [](const Frame& f) { return hf::touch(in(f.out)); },
+      g, c, [](const Frame& f) { return hf::touch(in(f.work.out)); },
       [&, count](Frame& f) {
-        arena->execute([&] { sums[f.seq] = host_sum(f.out.data(), count); });
-        if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.slot;
+        arena->execute([&] { sums[f.seq] = host_sum(f.work.out.data(), count); });
+        if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.work.slot;
       },
       {.name = "consume"});
   // The writer needs frame order back: a sequencer, then one body at a time.
   sequencer_node<Frame> in_order(g, [](const Frame& f) { return f.seq; });
   hf::host_node<Frame> write(
-      g, c, [](const Frame& f) { return hf::touch(in(f.out)); },
+      g, c, [](const Frame& f) { return hf::touch(in(f.work.out)); },
       [writer](Frame& f) {
-        if (writer) writer->write_luma(f.out.data());
+        if (writer) writer->write_luma(f.work.out.data());
       },
       {.name = "write", .concurrency = 1});
+  // A failed frame (its load threw, a kernel failed) passes the later nodes as failed, so it gives
+  // both its slots back on the way.
   function_node<Frame> recycle(g, serial, [&](const Frame& f) {
     if (f.failed()) errors.push_back("frame " + std::to_string(f.seq) + ": " + f.error);
-    pool.try_put(f);
+    work_pool.try_put(f.work);
   });
 
-  make_edge(numbers, input_port<0>(take));
-  make_edge(pool, input_port<1>(take));
-  make_edge(take, label);
+  make_edge(numbers, input_port<0>(take_input));
+  make_edge(input_pool, input_port<1>(take_input));
+  make_edge(take_input, label);
   make_edge(label, load);
-  make_edge(load, rows);
-  make_edge(rows, smooth);
+  make_edge(load, loaded);
+  make_edge(loaded, input_port<0>(take_work));
+  make_edge(work_pool, input_port<1>(take_work));
+  make_edge(take_work, with_work);
+  make_edge(with_work, rows);
+  make_edge(rows, input_done);
+  make_edge(input_done, smooth);
   make_edge(smooth, diff);
   make_edge(diff, magnitude);
   make_edge(magnitude, consume);
@@ -138,7 +174,8 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   } else {
     make_edge(consume, recycle);
   }
-  for (auto& f : pool_frames) pool.try_put(f);
+  for (auto& i : inputs) input_pool.try_put(i);
+  for (auto& f : works) work_pool.try_put(f);
   numbers.activate();
   g.wait_for_all();
   c.wait_all();
@@ -148,7 +185,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Outside the timed loop, as the imperative version: a fresh 530 MB vector costs 0.4 s of page
   // faults at 16K (the first flow-graph trace on the H200 had it in the last frame's consumer).
-  const Tile<float>& last = pool_frames[std::size_t(last_slot)].out;
+  const Tile<float>& last = works[std::size_t(last_slot)].out;
   result.output.assign(last.data(), last.data() + count);
   result.frames = frames;
   result.slots = slots;

@@ -8,7 +8,8 @@
 
 namespace hetflow::workloads {
 
-// `slots` frames in flight, each with its own tiles, recycled through a buffer_node pool.
+// `slots` input images and `slots` sets of device and output images, each recycled through a
+// buffer_node pool: the imperative version's slots (an input slot is free once read).
 RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots = 4);
 
 }  // namespace hetflow::workloads
