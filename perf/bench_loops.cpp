@@ -1,7 +1,8 @@
 // One loop workload through hetflow::parallel_for with every scheduler, side by side in one process:
 // CPU only, device only, the oracle's best static split, dynamic, HGuided and LogFit. Each variant is
 // a HeteroLoop kept across calls (time steps); the calls of all variants are interleaved, and the
-// first CALLS/3 of each are left out of the medians (LogFit explores, the oracle searches there).
+// first CALLS/3 of each are left out of the medians (LogFit explores there). The oracle searches its
+// best static split first, untimed (one share per call: 11, then up to 8 more around the best).
 //   bench_loops WORKLOAD SIZE [CALLS=12] [DYNAMIC_CHUNK=n/64] [--fast-math]
 //     WORKLOAD = mandelbrot | nbody | spmv | barneshut; SIZE as `hetflow run`'s --size.
 // Prints per variant the median time, the iterations the device ran, and the efficiency against the
@@ -71,6 +72,14 @@ int main(int argc, char** argv) {
       v.loop = std::make_unique<HeteroLoop>(c, b, LoopOptions{.scheduler = v.scheduler});
     }
     w->before_call();
+    std::string oracle_found;
+    for (auto& v : variants)
+      if (v.scheduler == "oracle")
+        for (int call = 0; call < 40; ++call) {
+          w->clear_output();
+          oracle_found = (*v.loop)(n).scheduler;
+          if (oracle_found.find("searching") == std::string::npos) break;
+        }
     bool ok = true;
     for (int call = 0; call < calls; ++call)
       for (auto& v : variants) {
@@ -94,6 +103,7 @@ int main(int argc, char** argv) {
       std::printf("%-18s %10.4f %11.1f%% %10.3f %+9.1f%%\n", v.label.c_str(), t, 100 * share, ideal / t,
                   100 * (t - t_dev) / t_dev);
     }
+    std::printf("%s\n", oracle_found.c_str());
     std::printf("ideal %.4f s = 1 / (1/T_cpu + 1/T_device); results %s\n", ideal,
                 n <= (std::size_t(1) << 16) ? (ok ? "checked: ok" : "checked: WRONG") : "not checked (large)");
     return ok ? 0 : 1;

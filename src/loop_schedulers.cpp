@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -436,7 +437,12 @@ OracleScheduler::OracleScheduler(unsigned cpu_workers, unsigned devices)
   for (int i = 0; i <= 10; ++i) candidates_.push_back(i / 10.0);
 }
 
-std::string OracleScheduler::name() const { return "oracle"; }
+std::string OracleScheduler::name() const {
+  char share[32];
+  std::snprintf(share, sizeof share, "%.2f", current_);
+  return std::string("oracle, device share ") + share +
+         (trying_ ? " (searching)" : " (the best of " + std::to_string(next_) + " tried)");
+}
 
 void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
   device_thr_[d] = double(iterations) / seconds;
@@ -454,7 +460,8 @@ void OracleScheduler::on_restart(std::size_t iterations, double last_call_second
       if (i != 0 && c >= 0 && c <= 1) candidates_.push_back(c);
     }
   }
-  current_ = next_ < candidates_.size() ? candidates_[next_++] : best_share_;
+  trying_ = next_ < candidates_.size();
+  current_ = trying_ ? candidates_[next_++] : best_share_;
   // The devices' part, divided in proportion to what each did last (equally until measured).
   const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
   const bool every_device_measured =

@@ -224,7 +224,7 @@ class OracleScheduler : public StaticScheduler {
   std::vector<double> candidates_;
   std::size_t next_ = 0;
   double current_ = 0, best_share_ = 0, best_seconds_ = 0;
-  bool refined_ = false;
+  bool refined_ = false, trying_ = true;
   std::vector<double> device_thr_;
 };
 

@@ -234,7 +234,10 @@ TEST_CASE("the oracle tries static shares call by call and keeps the fastest") {
   const std::size_t n = 20'000'000;
   double last = 0;
   int calls = 0;
-  while (oracle.searching() && calls < 40) last = simulate(oracle, m, n, last).end(), ++calls;
+  while (oracle.searching() && calls < 40) {
+    last = simulate(oracle, m, n, last).end(), ++calls;
+    CHECK(oracle.name().find("(searching)") != std::string::npos);  // a report says when a call was a trial
+  }
   last = simulate(oracle, m, n, last).end();  // reports the last candidate's time
   CHECK_FALSE(oracle.searching());
   CHECK(calls <= 11 + 8);
@@ -242,6 +245,7 @@ TEST_CASE("the oracle tries static shares call by call and keeps the fastest") {
   CHECK(std::abs(oracle.best_share() - 40.0 / 44.0) <= 0.05);
   const Outcome settled = simulate(oracle, m, n, last);
   CHECK(each_once(settled));
+  CHECK(oracle.name().find("(the best of") != std::string::npos);
 }
 
 TEST_CASE(
