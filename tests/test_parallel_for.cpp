@@ -208,11 +208,13 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
   for (const char* w : {"mandelbrot --size 96", "nbody --size 512", "spmv --size 10", "barneshut --size 3000"}) {
     CAPTURE(w);
     const auto r = test::run_command(cli + " run " + w + " --calls 2 --scheduler hguided --cpu-workers 1 --verify");
+    INFO(r.output);
     CHECK(r.status == 0);
     CHECK(r.output.find("verify against the sequential reference") != std::string::npos);
     CHECK(r.output.find("0 beyond tolerance") != std::string::npos);
   }
   const auto bad = test::run_command(cli + " run barneshut --scheduler fastest");
+  INFO(bad.output);
   CHECK(bad.status != 0);
   CHECK(bad.output.find("unknown scheduler") != std::string::npos);
 }

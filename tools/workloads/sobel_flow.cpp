@@ -18,20 +18,26 @@ using namespace tbb::flow;
 namespace hf = hetflow::flow;
 
 // A frame's slots, as the imperative version's: the input image is held from generation until the
-// first kernel has read it (there: until its H2D), the device intermediates and the output image
-// from the first kernel until the output is consumed. A frame holding both for its whole life needed
-// twice the slots to keep the copy engines as busy (H200, bench_flow_graph: +22 % at 8K with 2).
+// first kernel has read it (there: until its H2D), the device intermediates from the first kernel
+// to the last, the output image from the last kernel until it is consumed. A frame holding one slot
+// of everything for its whole life needed twice the slots to keep the copy engines as busy (H200,
+// bench_flow_graph: +22 % at 8K with 2).
 struct InputSlot {
   Tile<float> in;
   int slot = 0;
 };
 struct WorkSlot {
-  Tile<float> out, row_diff, row_smooth, gx, gy;
+  Tile<float> row_diff, row_smooth, gx, gy;
+  int slot = 0;
+};
+struct OutputSlot {
+  Tile<float> out;
   int slot = 0;
 };
 struct Frame : hf::Message {
   InputSlot input;
   WorkSlot work;
+  OutputSlot output;
 };
 
 }  // namespace
@@ -55,13 +61,15 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
                mag_k = kernel("sobel_magnitude");
   std::vector<InputSlot> inputs(static_cast<std::size_t>(slots));
   std::vector<WorkSlot> works(static_cast<std::size_t>(slots));
+  std::vector<OutputSlot> outputs(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
     auto& i = inputs[std::size_t(s)];
     auto& f = works[std::size_t(s)];
-    i.slot = f.slot = s;
+    auto& o = outputs[std::size_t(s)];
+    i.slot = f.slot = o.slot = s;
     const std::string n = std::to_string(s);
     i.in = c.tile<float>(extent, "frame" + n);
-    f.out = c.tile<float>(extent, "edges" + n);
+    o.out = c.tile<float>(extent, "edges" + n);
     f.row_diff = c.device_tile<float>(extent, "row_diff" + n);
     f.row_smooth = c.device_tile<float>(extent, "row_smooth" + n);
     f.gx = c.device_tile<float>(extent, "gx" + n);
@@ -70,7 +78,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
     c.launch(rows_k, range, in(i.in), out(f.row_diff), out(f.row_smooth), w, h);
     c.launch(smooth_k, range, in(f.row_diff), out(f.gx), w, h);
     c.launch(diff_k, range, in(f.row_smooth), out(f.gy), w, h);
-    c.launch(mag_k, range, in(f.gx), in(f.gy), out(f.out), w, h);
+    c.launch(mag_k, range, in(f.gx), in(f.gy), out(o.out), w, h);
   }
   c.wait_all();
 
@@ -81,11 +89,12 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   const auto t0 = std::chrono::steady_clock::now();
 
   graph g;
-  // Each pool holds its slots; a reserving join takes a frame number only with a free input slot, and
-  // a loaded frame goes on only with a free work slot, so at most `slots` frames hold each kind and
-  // no tile is made per frame.
+  // Each pool holds its slots; reserving joins hand a frame number an input slot, a loaded frame a
+  // work slot, a frame before its last kernel an output slot, so at most `slots` frames hold each
+  // kind and no tile is made per frame.
   buffer_node<InputSlot> input_pool(g);
   buffer_node<WorkSlot> work_pool(g);
+  buffer_node<OutputSlot> output_pool(g);
   input_node<std::uint64_t> numbers(g,
                                     [i = std::uint64_t{0}, n = std::uint64_t(frames)](tbb::flow_control& fc) mutable {
                                       if (i == n) fc.stop();
@@ -109,7 +118,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
           throw Error("input ended before frame " + std::to_string(f.seq));
       },
       {.name = "load", .concurrency = reader ? std::size_t(1) : std::size_t(unlimited)});
-  queue_node<Frame> loaded(g);  // a reserving join pulls from a buffer, not from a node that pushes
+  queue_node<Frame> loaded(g), filtered(g);  // a reserving join pulls from a buffer, not from a node that pushes
   join_node<std::tuple<Frame, WorkSlot>, reserving> take_work(g);
   function_node<std::tuple<Frame, WorkSlot>, Frame> with_work(g, serial, [](const std::tuple<Frame, WorkSlot>& t) {
     Frame f = std::get<0>(t);
@@ -128,29 +137,40 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
       g, c, smooth_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_diff), out(f.work.gx), w, h); });
   hf::kernel_node<Frame> diff(
       g, c, diff_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_smooth), out(f.work.gy), w, h); });
+  join_node<std::tuple<Frame, OutputSlot>, reserving> take_output(g);
+  function_node<std::tuple<Frame, OutputSlot>, Frame> with_output(g, serial,
+                                                                  [](const std::tuple<Frame, OutputSlot>& t) {
+                                                                    Frame f = std::get<0>(t);
+                                                                    f.output = std::get<1>(t);
+                                                                    return f;
+                                                                  });
   hf::kernel_node<Frame> magnitude(g, c, mag_k, [&](const Frame& f) {
-    return hf::launch(range, in(f.work.gx), in(f.work.gy), out(f.work.out), w, h);
+    return hf::launch(range, in(f.work.gx), in(f.work.gy), out(f.output.out), w, h);
+  });
+  function_node<Frame, Frame> work_done(g, serial, [&](const Frame& f) {
+    work_pool.try_put(f.work);
+    return f;
   });
   hf::host_node<Frame> consume(
-      g, c, [](const Frame& f) { return hf::touch(in(f.work.out)); },
+      g, c, [](const Frame& f) { return hf::touch(in(f.output.out)); },
       [&, count](Frame& f) {
-        arena->execute([&] { sums[f.seq] = host_sum(f.work.out.data(), count); });
-        if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.work.slot;
+        arena->execute([&] { sums[f.seq] = host_sum(f.output.out.data(), count); });
+        if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.output.slot;
       },
       {.name = "consume"});
   // The writer needs frame order back: a sequencer, then one body at a time.
   sequencer_node<Frame> in_order(g, [](const Frame& f) { return f.seq; });
   hf::host_node<Frame> write(
-      g, c, [](const Frame& f) { return hf::touch(in(f.work.out)); },
+      g, c, [](const Frame& f) { return hf::touch(in(f.output.out)); },
       [writer](Frame& f) {
-        if (writer) writer->write_luma(f.work.out.data());
+        if (writer) writer->write_luma(f.output.out.data());
       },
       {.name = "write", .concurrency = 1});
   // A failed frame (its load threw, a kernel failed) passes the later nodes as failed, so it gives
-  // both its slots back on the way.
+  // all its slots back on the way.
   function_node<Frame> recycle(g, serial, [&](const Frame& f) {
     if (f.failed()) errors.push_back("frame " + std::to_string(f.seq) + ": " + f.error);
-    work_pool.try_put(f.work);
+    output_pool.try_put(f.output);
   });
 
   make_edge(numbers, input_port<0>(take_input));
@@ -165,8 +185,13 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   make_edge(rows, input_done);
   make_edge(input_done, smooth);
   make_edge(smooth, diff);
-  make_edge(diff, magnitude);
-  make_edge(magnitude, consume);
+  make_edge(diff, filtered);
+  make_edge(filtered, input_port<0>(take_output));
+  make_edge(output_pool, input_port<1>(take_output));
+  make_edge(take_output, with_output);
+  make_edge(with_output, magnitude);
+  make_edge(magnitude, work_done);
+  make_edge(work_done, consume);
   if (writer) {  // only a .y4m stream needs the frames back in order
     make_edge(consume, in_order);
     make_edge(in_order, write);
@@ -176,6 +201,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   }
   for (auto& i : inputs) input_pool.try_put(i);
   for (auto& f : works) work_pool.try_put(f);
+  for (auto& o : outputs) output_pool.try_put(o);
   numbers.activate();
   g.wait_for_all();
   c.wait_all();
@@ -185,7 +211,7 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Outside the timed loop, as the imperative version: a fresh 530 MB vector costs 0.4 s of page
   // faults at 16K (the first flow-graph trace on the H200 had it in the last frame's consumer).
-  const Tile<float>& last = works[std::size_t(last_slot)].out;
+  const Tile<float>& last = outputs[std::size_t(last_slot)].out;
   result.output.assign(last.data(), last.data() + count);
   result.frames = frames;
   result.slots = slots;

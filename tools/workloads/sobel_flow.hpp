@@ -8,8 +8,8 @@
 
 namespace hetflow::workloads {
 
-// `slots` input images and `slots` sets of device and output images, each recycled through a
-// buffer_node pool: the imperative version's slots (an input slot is free once read).
+// `slots` input images, sets of device images and output images, each recycled through a
+// buffer_node pool as soon as the frame is done with it, as the imperative version's slots.
 RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots = 4);
 
 }  // namespace hetflow::workloads
