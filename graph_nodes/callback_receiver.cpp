@@ -14,6 +14,17 @@ void Engine::on_device_complete(const RequestPtr& r) {
   finish_device(*r, status);
 }
 
+bool Engine::settle_if_succeeded(const RequestPtr& r) {
+  {
+    std::lock_guard lock(r->m);
+    for (const auto& p : r->running_preds)
+      if (!p->done_flag.load(std::memory_order_acquire)) return false;
+  }
+  if (command_status(*r) != CL_COMPLETE) return false;
+  finish_device(*r, CL_COMPLETE);
+  return true;
+}
+
 void Engine::settle_running_preds(Request& r) {
   // Every predecessor r waited on has ended by now (the driver ran r after them), but the engine
   // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r

@@ -72,7 +72,8 @@ StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_laun
       // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
       // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
       flush_policy_(queues, 8, 50'000),
-      kernel_cache_(chain_launches) {}
+      kernel_cache_(chain_launches),
+      unobserved_(queues) {}
 
 void StreamingStep::enqueue(const RequestPtr& r) {
   // r, then the commands its enqueue releases (they waited for r's event to exist). `released`
@@ -253,6 +254,21 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
     flush_policy_.flushed(r->lane);
   }
   if (!failed_pred.empty()) engine_.finish(*r, Status::cancelled, "not run: " + failed_pred);
+  unobserved_[r->lane].push_back(r);
+  settle_ended(r->lane);
+}
+
+void StreamingStep::settle_ended(unsigned lane) {
+  // One status query per enqueue while the oldest still runs; a few settled per call at most, so a
+  // long kernel's end does not stall one submission with a thousand short ones behind it. Only
+  // successes are settled here: a failure is left where it stands for a wait, a host consumer or
+  // the poller to report, as before (the oldest then stays until they have).
+  auto& fifo = unobserved_[lane];
+  for (int settled = 0; !fifo.empty() && settled < 8; ++settled) {
+    const RequestPtr& oldest = fifo.front();
+    if (!oldest->done_flag.load(std::memory_order_acquire) && !engine_.settle_if_succeeded(oldest)) return;
+    fifo.pop_front();
+  }
 }
 
 }  // namespace hetflow::detail

@@ -81,7 +81,11 @@ class Engine {
   std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
   // Graph-side steps, one file each under graph_nodes/ (the dispatcher's: DispatchStep).
-  void on_device_complete(const RequestPtr& r);    // callback_receiver.cpp
+  void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
+  // Settles r as done if its command completed without error and every command it waited on is
+  // settled already; false otherwise (still running, failed, or an older outcome to come first):
+  // then r is left to its usual observers, so no fault is seen earlier than it would be.
+  bool settle_if_succeeded(const RequestPtr& r);   // callback_receiver.cpp
   void finish_device(Request& r, cl_int status);   // an ended command's outcome, from its status
   void settle_running_preds(Request& r);           // first the outcomes of what it waited on
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled

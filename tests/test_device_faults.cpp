@@ -164,12 +164,15 @@ TEST_CASE("a failed clFlush is reported, names the call, and loses the controlle
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));
-    auto x = c.tile<float>(1024, "x");
+    // Large enough that its copy is still running when a wait looks at it, so the wait flushes: a
+    // command PoCL has already run unflushed needs no flush (and the engine settles it unasked).
+    auto x = c.tile<float>(std::size_t(1) << 22, "x");
     test::fill(x, 1.0f);
     std::string message;
     try {
-      // The first flush comes at a queue's policy's own time: a few rounds reach it.
-      for (int i = 0; i < 4; ++i) {
+      // The first flush comes at a queue's policy's own time (src/flush_policy.hpp: after 8 commands
+      // at the latest), or when a wait needs one.
+      for (int i = 0; i < 32; ++i) {
         c.move_to(x);
         c.host_task(
             "reads x", [] {}, io(x));
