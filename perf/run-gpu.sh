@@ -50,7 +50,10 @@ if has tests; then
   run flow_nodes $B/bin/test_flow_nodes
   run no_spinning $B/bin/test_no_spinning
   run loop_workloads $B/bin/test_loop_workloads
-  run parallel_for $B/bin/test_parallel_for
+  # The CLI case in a process of its own: a child `hetflow run` found no NVIDIA platform once this
+  # test process had used the GPU (two runs, 2026-11-23), and found it when run alone.
+  run parallel_for $B/bin/test_parallel_for --test-case-exclude="hetflow run*"
+  run parallel_for_cli $B/bin/test_parallel_for --test-case="hetflow run*"
   # Device faults (docs/drivers.md): injected, in-process; then real ones, one process each.
   run faults_injected $B/bin/test_device_faults --test-case-exclude="*process of its own*"
   for cfg in "async 1" "async 3" "sync 1"; do run "device_fault_${cfg// /_}" $B/bin/device_fault $cfg; done
