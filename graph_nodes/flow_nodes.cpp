@@ -11,11 +11,11 @@ enum Where : std::uint8_t { host = 1, device = 2, both = 3 };
 
 // Deciding a tile's transfer and submitting it must be one step: two nodes that both saw the tile on
 // the host would otherwise both move it, or one would launch before the other's move was submitted.
-// Recursive: under the sync policy a transfer blocks, and the blocked thread runs other graph tasks
-// meanwhile (a TBB wait does), among them other nodes' bodies, which take this lock again (a
-// self-deadlock seen in the flow-graph Sobel under sync with AddressSanitizer's timing).
-std::recursive_mutex& residency_mutex() {
-  static std::recursive_mutex m;
+// Nothing blocks while it is held (Engine::DeferredBlocking): under sync a blocked transfer runs
+// other graph tasks meanwhile, other nodes' bodies among them, which wait for this lock — on 2 cores
+// the flow-graph Sobel then hung under AddressSanitizer with every thread waiting.
+std::mutex& residency_mutex() {
+  static std::mutex m;
   return m;
 }
 
@@ -54,23 +54,27 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
   hetflow::detail::ControllerLife::Use use(*life_);
   if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
-  std::lock_guard lock(residency_mutex());
-  for (const auto& a : tiles) {
-    note_tile(m, a);
-    // A partial write keeps the rest of the tile, so the device image must hold it first.
-    const bool needs_device_image = a.reads() || !whole(a);
-    if (options_.implicit_transfers && needs_device_image && !a.tile->device_only && a.tile->latest.load() == host) {
-      a.tile->latest.store(both);  // first: a node run while this transfer blocks (sync) must not move it again
-      c_.submit_transfer(true, whole_tile(a, Role::in));
+  hetflow::detail::Engine::DeferredBlocking sync_transfers(hetflow::detail::engine_of(c_));
+  {
+    std::lock_guard lock(residency_mutex());
+    for (const auto& a : tiles) {
+      note_tile(m, a);
+      // A partial write keeps the rest of the tile, so the device image must hold it first.
+      const bool needs_device_image = a.reads() || !whole(a);
+      if (options_.implicit_transfers && needs_device_image && !a.tile->device_only && a.tile->latest.load() == host) {
+        a.tile->latest.store(both);
+        c_.submit_transfer(true, whole_tile(a, Role::in));
+      }
+    }
+    c_.submit_launch(k, l.range, std::move(l.args));
+    for (const auto& a : tiles) {
+      if (!a.writes()) continue;
+      a.tile->latest.store(device);
+      const bool listed = std::any_of(written.begin(), written.end(), [&](const Access& w) { return w.tile == a.tile; });
+      if (!listed) written.push_back(device_image(whole_tile(a, Role::in)));
     }
   }
-  c_.submit_launch(k, l.range, std::move(l.args));
-  for (const auto& a : tiles) {
-    if (!a.writes()) continue;
-    a.tile->latest.store(device);
-    const bool listed = std::any_of(written.begin(), written.end(), [&](const Access& w) { return w.tile == a.tile; });
-    if (!listed) written.push_back(device_image(whole_tile(a, Role::in)));
-  }
+  sync_transfers.wait();
   return written;
 }
 
@@ -78,17 +82,21 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
   hetflow::detail::ControllerLife::Use use(*life_);
   if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
-  std::lock_guard lock(residency_mutex());
-  for (const auto& a : roles) {
-    note_tile(m, a);
-    const bool needs_host_image = a.reads() || !whole(a);
-    if (options_.implicit_transfers && needs_host_image && !a.tile->device_only && a.tile->latest.load() == device) {
-      a.tile->latest.store(both);  // first, as above
-      c_.submit_transfer(false, whole_tile(a, Role::in));
+  hetflow::detail::Engine::DeferredBlocking sync_transfers(hetflow::detail::engine_of(c_));
+  {
+    std::lock_guard lock(residency_mutex());
+    for (const auto& a : roles) {
+      note_tile(m, a);
+      const bool needs_host_image = a.reads() || !whole(a);
+      if (options_.implicit_transfers && needs_host_image && !a.tile->device_only && a.tile->latest.load() == device) {
+        a.tile->latest.store(both);
+        c_.submit_transfer(false, whole_tile(a, Role::in));
+      }
     }
+    for (const auto& a : roles)
+      if (a.writes()) a.tile->latest.store(host);
   }
-  for (const auto& a : roles)
-    if (a.writes()) a.tile->latest.store(host);
+  sync_transfers.wait();
 }
 
 void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix) {

@@ -266,12 +266,29 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 namespace {
 thread_local std::vector<RequestPtr>* launch_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
+thread_local std::vector<RequestPtr>* deferred_blocking = nullptr;
 }  // namespace
 
 void Engine::collect_launches(std::vector<RequestPtr>* into) { launch_collector = into; }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
 Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
+
+Engine::DeferredBlocking::DeferredBlocking(Engine& e) : engine_(e), saved_(deferred_blocking) {
+  deferred_blocking = &deferred_;
+}
+Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
+
+void Engine::DeferredBlocking::wait() {
+  deferred_blocking = saved_;  // the wait's own submission must not be deferred
+  if (deferred_.empty()) return;
+  auto w = std::make_shared<Request>();
+  w->kind = Kind::wait;
+  w->name = "sync(" + deferred_.front()->name + (deferred_.size() > 1 ? ", ...)" : ")");
+  w->wait_for = std::move(deferred_);
+  deferred_.clear();
+  engine_.wait_request(std::move(w));
+}
 
 void Engine::submit(RequestPtr r) {
   if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
@@ -302,6 +319,10 @@ void Engine::submit(RequestPtr r) {
       dispatcher_pending_.fetch_add(1, std::memory_order_relaxed);
       dispatcher_.try_put(r);
     }
+  }
+  if (blocks && deferred_blocking) {
+    deferred_blocking->push_back(std::move(r));
+    return;
   }
   if (blocks) {
     auto w = std::make_shared<Request>();

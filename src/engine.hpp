@@ -67,6 +67,24 @@ class Engine {
    private:
     std::uint32_t saved_;
   };
+  // While one is open on a thread, a request that thread submits which the policy makes blocking
+  // (sync) is submitted without blocking, and wait() blocks for all of them: what a caller holding a
+  // lock other threads need calls once it has let go. A blocked submitter runs other graph tasks
+  // meanwhile, and those may be the only threads that could complete what it waits for (a flow
+  // node's transfer under sync, holding the residency lock: a deadlock on 2 cores).
+  class DeferredBlocking {
+   public:
+    explicit DeferredBlocking(Engine& e);
+    ~DeferredBlocking();  // closes the scope; what was not waited for is left to later waits
+    DeferredBlocking(const DeferredBlocking&) = delete;
+    DeferredBlocking& operator=(const DeferredBlocking&) = delete;
+    void wait();  // after the scope's submissions: returns once they have ended
+
+   private:
+    Engine& engine_;
+    std::vector<RequestPtr> deferred_;
+    std::vector<RequestPtr>* saved_;
+  };
   FlowTopology& flow_topology() { return flow_topology_; }
   const FlowTopology& flow_topology() const { return flow_topology_; }
   // Closed by the controller's destructor before it waits: the flow nodes' way to stop submitting.

@@ -120,37 +120,37 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
       {.name = "load", .concurrency = reader ? std::size_t(1) : std::size_t(unlimited)});
   queue_node<Frame> loaded(g), filtered(g);  // a reserving join pulls from a buffer, not from a node that pushes
   join_node<std::tuple<Frame, WorkSlot>, reserving> take_work(g);
-  function_node<std::tuple<Frame, WorkSlot>, Frame> with_work(g, serial, [](const std::tuple<Frame, WorkSlot>& t) {
-    Frame f = std::get<0>(t);
-    f.work = std::get<1>(t);
-    return f;
-  });
+  // A frame joined with a slot of one pool, stored in its member `held`.
+  auto with_slot = [](auto Frame::*held) {
+    return [held](const auto& t) {
+      Frame f = std::get<0>(t);
+      f.*held = std::get<1>(t);
+      return f;
+    };
+  };
+  // A slot of one pool given back by a frame that has done with it; the frame goes on.
+  auto give_back = [](auto& pool, auto Frame::*held) {
+    return [&pool, held](const Frame& f) {
+      pool.try_put(f.*held);
+      return f;
+    };
+  };
+  function_node<std::tuple<Frame, WorkSlot>, Frame> with_work(g, serial, with_slot(&Frame::work));
   hf::kernel_node<Frame> rows(g, c, rows_k, [&](const Frame& f) {
     return hf::launch(range, in(f.input.in), out(f.work.row_diff), out(f.work.row_smooth), w, h);
   });
   // The first kernel has read the input image: its slot can take the next frame.
-  function_node<Frame, Frame> input_done(g, serial, [&](const Frame& f) {
-    input_pool.try_put(f.input);
-    return f;
-  });
+  function_node<Frame, Frame> input_done(g, serial, give_back(input_pool, &Frame::input));
   hf::kernel_node<Frame> smooth(
       g, c, smooth_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_diff), out(f.work.gx), w, h); });
   hf::kernel_node<Frame> diff(
       g, c, diff_k, [&](const Frame& f) { return hf::launch(range, in(f.work.row_smooth), out(f.work.gy), w, h); });
   join_node<std::tuple<Frame, OutputSlot>, reserving> take_output(g);
-  function_node<std::tuple<Frame, OutputSlot>, Frame> with_output(g, serial,
-                                                                  [](const std::tuple<Frame, OutputSlot>& t) {
-                                                                    Frame f = std::get<0>(t);
-                                                                    f.output = std::get<1>(t);
-                                                                    return f;
-                                                                  });
+  function_node<std::tuple<Frame, OutputSlot>, Frame> with_output(g, serial, with_slot(&Frame::output));
   hf::kernel_node<Frame> magnitude(g, c, mag_k, [&](const Frame& f) {
     return hf::launch(range, in(f.work.gx), in(f.work.gy), out(f.output.out), w, h);
   });
-  function_node<Frame, Frame> work_done(g, serial, [&](const Frame& f) {
-    work_pool.try_put(f.work);
-    return f;
-  });
+  function_node<Frame, Frame> work_done(g, serial, give_back(work_pool, &Frame::work));
   hf::host_node<Frame> consume(
       g, c, [](const Frame& f) { return hf::touch(in(f.output.out)); },
       [&, count](Frame& f) {
@@ -167,10 +167,13 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
       },
       {.name = "write", .concurrency = 1});
   // A failed frame (its load threw, a kernel failed) passes the later nodes as failed, so it gives
-  // all its slots back on the way.
+  // all its slots back on the way. The last frame keeps its output slot: frames reach the output
+  // pool out of order, and an earlier one taking that slot after it would overwrite the result (the
+  // others never wait on it, as at least one more slot stays in the pool while a frame is before
+  // it, since with one slot frames go through in order).
   function_node<Frame> recycle(g, serial, [&](const Frame& f) {
     if (f.failed()) errors.push_back("frame " + std::to_string(f.seq) + ": " + f.error);
-    output_pool.try_put(f.output);
+    if (f.seq + 1 != std::uint64_t(frames)) output_pool.try_put(f.output);
   });
 
   make_edge(numbers, input_port<0>(take_input));
