@@ -70,7 +70,8 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
     for (const auto& a : tiles) {
       if (!a.writes()) continue;
       a.tile->latest.store(device);
-      const bool listed = std::any_of(written.begin(), written.end(), [&](const Access& w) { return w.tile == a.tile; });
+      const bool listed =
+          std::any_of(written.begin(), written.end(), [&](const Access& w) { return w.tile == a.tile; });
       if (!listed) written.push_back(device_image(whole_tile(a, Role::in)));
     }
   }

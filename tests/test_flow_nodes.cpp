@@ -87,8 +87,8 @@ TEST_CASE("the flow-graph Sobel reads and writes .y4m streams in frame order, as
   CHECK(a.size() > 96 * 64 * 9);
   const auto first_difference = std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
   const std::size_t frame_bytes = std::string("FRAME\n").size() + 96 * 64 * 3 / 2;  // 4:2:0
-  INFO("the streams are kept in " << dir << "; the first difference is at byte " << first_difference
-                                  << ", in frame " << (first_difference - a.find("FRAME")) / frame_bytes);
+  INFO("the streams are kept in " << dir << "; the first difference is at byte " << first_difference << ", in frame "
+                                  << (first_difference - a.find("FRAME")) / frame_bytes);
   const bool same = a == b;  // not CHECK(a == b): doctest would print both streams
   CHECK(same);
   if (same) std::filesystem::remove_all(dir);
@@ -258,8 +258,9 @@ TEST_CASE("under async, one message's H2D overlaps another's kernel; under sync 
     Controller c(test::options(p));
     auto k = c.kernel("hetflow_test.cl", "copy_loop");
     graph g;
-    hf::kernel_node<Job> copy(
-        g, c, k, [n, repeat](const Job& j) { return hf::launch(Range(64).local(64), in(j.a), out(j.b), int(n), repeat); });
+    hf::kernel_node<Job> copy(g, c, k, [n, repeat](const Job& j) {
+      return hf::launch(Range(64).local(64), in(j.a), out(j.b), int(n), repeat);
+    });
     std::vector<Job> jobs(2);
     for (int i = 0; i < 2; ++i) {
       jobs[std::size_t(i)].seq = std::uint64_t(i);
