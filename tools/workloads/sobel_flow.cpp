@@ -158,8 +158,11 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
         if (f.seq + 1 == std::uint64_t(frames)) last_slot = f.output.slot;
       },
       {.name = "consume"});
-  // The writer needs frame order back: a sequencer, then one body at a time.
+  // The writer needs frame order back: a sequencer, then one body at a time. Frames also take their
+  // output slots in order then: frames after one still in the kernels could otherwise hold every
+  // output slot while waiting for it at the writer's sequencer, and it would never get one.
   sequencer_node<Frame> in_order(g, [](const Frame& f) { return f.seq; });
+  sequencer_node<Frame> to_output_in_order(g, [](const Frame& f) { return f.seq; });
   hf::host_node<Frame> write(
       g, c, [](const Frame& f) { return hf::touch(in(f.output.out)); },
       [writer](Frame& f) {
@@ -171,7 +174,9 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   // pool out of order, and an earlier one taking that slot after it would overwrite the result (the
   // others never wait on it, as at least one more slot stays in the pool while a frame is before
   // it, since with one slot frames go through in order).
+  int recycled = 0;
   function_node<Frame> recycle(g, serial, [&](const Frame& f) {
+    ++recycled;
     if (f.failed()) errors.push_back("frame " + std::to_string(f.seq) + ": " + f.error);
     if (f.seq + 1 != std::uint64_t(frames)) output_pool.try_put(f.output);
   });
@@ -188,8 +193,13 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   make_edge(rows, input_done);
   make_edge(input_done, smooth);
   make_edge(smooth, diff);
-  make_edge(diff, filtered);
-  make_edge(filtered, input_port<0>(take_output));
+  if (writer) {
+    make_edge(diff, to_output_in_order);
+    make_edge(to_output_in_order, input_port<0>(take_output));
+  } else {
+    make_edge(diff, filtered);
+    make_edge(filtered, input_port<0>(take_output));
+  }
   make_edge(output_pool, input_port<1>(take_output));
   make_edge(take_output, with_output);
   make_edge(with_output, magnitude);
@@ -209,6 +219,11 @@ RunResult sobel_flow_graph(Controller& c, const SobelRun& run, int slots) {
   g.wait_for_all();
   c.wait_all();
 
+  // A frame that never came out is a graph that stalled (every slot held by frames waiting for one
+  // another): never a run that looks complete.
+  if (recycled != frames)
+    throw Error("sobel flow graph: only " + std::to_string(recycled) + " of " + std::to_string(frames) +
+                " frames came out; the graph stalled");
   if (!errors.empty())
     throw Error("sobel flow graph: " + std::to_string(errors.size()) + " frame(s) failed; " + errors[0]);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
