@@ -60,9 +60,11 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
     }
   }
   const Range& range = *r.range;
-  what = "clEnqueueNDRangeKernel";
-  return clEnqueueNDRangeKernel(q, k, range.dims(), range.has_offset() ? range.offset().data() : nullptr,
-                                range.global().data(), range.has_local() ? range.local().data() : nullptr, n, list, ev);
+  const cl_int err =
+      clEnqueueNDRangeKernel(q, k, range.dims(), range.has_offset() ? range.offset().data() : nullptr,
+                             range.global().data(), range.has_local() ? range.local().data() : nullptr, n, list, ev);
+  if (err != CL_SUCCESS) what = "clEnqueueNDRangeKernel";  // only then: the name is longer than a short string
+  return err;
 }
 
 }  // namespace
@@ -73,7 +75,8 @@ StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_laun
       // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
       flush_policy_(queues, 8, 50'000),
       kernel_cache_(chain_launches),
-      unobserved_(queues) {}
+      unobserved_(queues),
+      settle_backoff_(queues, 0) {}
 
 void StreamingStep::enqueue(const RequestPtr& r) {
   // r, then the commands its enqueue releases (they waited for r's event to exist). `released`
@@ -141,7 +144,15 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
 }
 
 void StreamingStep::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
-  std::vector<cl_event> wait_list;
+  // The step's own list, reused: one allocation less per command (a nested step would find it
+  // taken and start an empty one).
+  std::vector<cl_event> wait_list = std::move(spare_wait_list_);
+  wait_list.clear();
+  struct GiveBack {
+    std::vector<cl_event>& list;
+    std::vector<cl_event>& spare;
+    ~GiveBack() { spare = std::move(list); }
+  } give_back{wait_list, spare_wait_list_};
   std::vector<RequestPtr> running;  // the predecessors whose events r waits on
   if (std::string cause = collect_wait_list(*r, wait_list, running); !cause.empty()) {
     engine_.end_after_preds(r, Status::cancelled, std::move(cause));
@@ -216,8 +227,9 @@ cl_int StreamingStep::enqueue_on_driver(Request& r, const std::vector<cl_event>&
   auto driver = driver_lock();
   if (r.kind == Kind::kernel) return enqueue_kernel(q, r, n, list, ev, what);
   const bool to_device = r.kind == Kind::h2d;
-  what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-  return enqueue_transfer(q, to_device, r.accesses.front(), n, list, ev);
+  const cl_int err = enqueue_transfer(q, to_device, r.accesses.front(), n, list, ev);
+  if (err != CL_SUCCESS) what = to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+  return err;
 }
 
 void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
@@ -259,14 +271,24 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
 }
 
 void StreamingStep::settle_ended(unsigned lane) {
-  // One status query per enqueue while the oldest still runs; a few settled per call at most, so a
-  // long kernel's end does not stall one submission with a thousand short ones behind it. Only
-  // successes are settled here: a failure is left where it stands for a wait, a host consumer or
-  // the poller to report, as before (the oldest then stays until they have).
+  // A few settled per call at most, so a long kernel's end does not stall one submission with a
+  // thousand short ones behind it. While the oldest still runs, its status is asked again only after
+  // kSettleBackoff more enqueues on the lane: the device usually trails a pipelined submitter, and a
+  // query per enqueue that finds it running was most of the settling's cost per request on NVIDIA.
+  // Only successes are settled here: a failure is left where it stands for a wait, a host consumer
+  // or the poller to report, as before (the oldest then stays until they have).
+  constexpr unsigned kSettleBackoff = 8;
+  if (settle_backoff_[lane] > 0) {
+    --settle_backoff_[lane];
+    return;
+  }
   auto& fifo = unobserved_[lane];
   for (int settled = 0; !fifo.empty() && settled < 8; ++settled) {
     const RequestPtr& oldest = fifo.front();
-    if (!oldest->done_flag.load(std::memory_order_acquire) && !engine_.settle_if_succeeded(oldest)) return;
+    if (!oldest->done_flag.load(std::memory_order_acquire) && !engine_.settle_if_succeeded(oldest)) {
+      settle_backoff_[lane] = kSettleBackoff;
+      return;
+    }
     fifo.pop_front();
   }
 }

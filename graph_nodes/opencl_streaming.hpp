@@ -69,6 +69,8 @@ class StreamingStep {
   // running_preds, for the fault rules) and its event: a stream of launches without waits grew by
   // 1.4 KiB per request on PoCL 3.1 (tests/test_soak.cpp).
   std::vector<std::deque<RequestPtr>> unobserved_;
+  std::vector<unsigned> settle_backoff_;   // per lane: enqueues before the oldest's status is asked again
+  std::vector<cl_event> spare_wait_list_;  // enqueue_command's, kept between commands
 };
 
 }  // namespace hetflow::detail

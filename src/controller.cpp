@@ -4,7 +4,9 @@
 
 #include <hetflow/dump.hpp>
 
+#include <concepts>
 #include <map>
+#include <string_view>
 
 #include "cl_call.hpp"
 #include "driver_lock.hpp"
@@ -16,50 +18,62 @@ namespace {
 using detail::Kind;
 using detail::Request;
 
-std::size_t cl_scalar_size(const std::string& type) {
-  static const std::map<std::string, std::size_t> sizes = {
-      {"char", 1}, {"uchar", 1}, {"bool", 1}, {"short", 2}, {"ushort", 2}, {"half", 2},   {"int", 4},
-      {"uint", 4}, {"float", 4}, {"long", 8}, {"ulong", 8}, {"double", 8}, {"size_t", 0}, {"ptrdiff_t", 0}};
-  std::string base = type;
-  std::size_t lanes = 1;
-  // Vector types: float4, int2, ...
-  auto digits = base.find_first_of("0123456789");
-  if (digits != std::string::npos) {
-    lanes = std::stoul(base.substr(digits));
-    if (lanes == 3) lanes = 4;  // a 3-vector occupies 4 lanes
-    base = base.substr(0, digits);
-  }
-  auto it = sizes.find(base);
-  return it == sizes.end() ? 0 : it->second * lanes;
-}
-
-// What a value of an OpenCL C type is made of: floating point or integer, element bytes, lanes. Bytes
-// of the same size but another kind (an int where a float is read) would pass the size check and give
-// garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
-struct ClKind {
-  char kind = 0;  // 'f' floating point, 'i' integer; 0: not a built-in type (a typedef, a struct)
-  std::size_t lanes = 1;
-  bool operator==(const ClKind&) const = default;
+// An OpenCL C built-in type's name taken apart: "float4" is 4 lanes of a 4-byte floating-point
+// element. Parsed on every launch, so without allocating (a launch costs a few microseconds in all).
+struct ClType {
+  std::size_t bytes = 0;  // of one element; 0: not a built-in type (a typedef, a struct, size_t)
+  char kind = 0;          // 'f' floating point, 'i' integer; 0: neither (also bool)
+  std::size_t lanes = 1;  // as written: a 3-vector says 3
 };
-ClKind cl_kind(std::string type) {
-  ClKind k;
-  if (auto digits = type.find_first_of("0123456789"); digits != std::string::npos) {
-    k.lanes = std::stoul(type.substr(digits));
+ClType cl_type(std::string_view type) {
+  struct Known {
+    std::string_view name;
+    std::size_t bytes;
+    char kind;
+  };
+  static constexpr Known known[] = {{"char", 1, 'i'},   {"uchar", 1, 'i'},  {"bool", 1, 0},    {"short", 2, 'i'},
+                                    {"ushort", 2, 'i'}, {"half", 2, 'f'},   {"int", 4, 'i'},   {"uint", 4, 'i'},
+                                    {"float", 4, 'f'},  {"long", 8, 'i'},   {"ulong", 8, 'i'}, {"double", 8, 'f'},
+                                    {"size_t", 0, 0},   {"ptrdiff_t", 0, 0}};
+  ClType t;
+  if (const auto digits = type.find_first_of("0123456789"); digits != std::string_view::npos) {
+    t.lanes = 0;
+    for (const char c : type.substr(digits)) {
+      if (c < '0' || c > '9') break;
+      t.lanes = t.lanes * 10 + std::size_t(c - '0');
+    }
     type = type.substr(0, digits);
   }
-  if (type == "float" || type == "double" || type == "half")
-    k.kind = 'f';
-  else if (type == "char" || type == "uchar" || type == "short" || type == "ushort" || type == "int" ||
-           type == "uint" || type == "long" || type == "ulong")
-    k.kind = 'i';
-  return k;
+  for (const auto& k : known)
+    if (k.name == type) {
+      t.bytes = k.bytes;
+      t.kind = k.kind;
+    }
+  return t;
 }
-// Both types known and of another kind or width: what they are, for the message; else empty.
-std::string kind_mismatch(const std::string& wanted, const char* given) {
-  if (!given) return {};
-  const ClKind w = cl_kind(wanted), g = cl_kind(given);
-  if (!w.kind || !g.kind || w == g) return {};
+
+// Bytes a value of the type occupies (a 3-vector occupies 4 lanes); 0 when not a built-in type.
+std::size_t cl_scalar_size(std::string_view type) {
+  const ClType t = cl_type(type);
+  return t.bytes * (t.lanes == 3 ? 4 : t.lanes);
+}
+
+// Both types known and of another kind or width: `given`, for the message; else null. Bytes of the
+// same size but another kind (an int where a float is read) would pass the size check and give
+// garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
+const char* kind_mismatch(std::string_view wanted, const char* given) {
+  if (!given) return nullptr;
+  const ClType w = cl_type(wanted), g = cl_type(given);
+  if (!w.kind || !g.kind || (w.kind == g.kind && w.lanes == g.lanes)) return nullptr;
   return given;
+}
+
+// Error texts are built only when an error is thrown: naming the request costs an allocation, and
+// a launch is checked on every call.
+const std::string& text(const std::string& s) { return s; }
+template <std::invocable F>
+std::string text(const F& describe) {
+  return describe();
 }
 
 std::string arg_label(const Kernel& k, std::size_t i) {
@@ -120,43 +134,46 @@ std::shared_ptr<detail::TileState> Controller::make_tile(const Extent& extent, s
 namespace {
 // What the device cannot do is refused here, before the driver: PoCL aborts the process on a
 // __local argument larger than its local memory (setup_kernel_arg_array_with_locals).
+template <class What>
 void check_against_device(const DeviceInfo& dev, const Range& range, const std::vector<detail::KernelArg>& args,
-                          const std::string& what) {
+                          const What& what) {
   std::size_t local_bytes = 0;
   for (const auto& a : args)
     if (const auto* l = std::get_if<LocalMemory>(&a))
       if (__builtin_add_overflow(local_bytes, l->bytes, &local_bytes) || local_bytes > dev.local_mem_bytes)
-        throw UsageError(what + ": its __local arguments ask for more than the " + std::to_string(dev.local_mem_bytes) +
-                         " bytes of local memory device '" + dev.name + "' has (CL_DEVICE_LOCAL_MEM_SIZE)");
+        throw UsageError(text(what) + ": its __local arguments ask for more than the " +
+                         std::to_string(dev.local_mem_bytes) + " bytes of local memory device '" + dev.name +
+                         "' has (CL_DEVICE_LOCAL_MEM_SIZE)");
   if (!range.has_local()) return;
   std::size_t items = 1;
   for (unsigned d = 0; d < range.dims(); ++d) {
     const std::size_t n = range.local()[d];
-    if (n == 0) throw UsageError(what + ": the work-group size is 0 in dimension " + std::to_string(d));
+    if (n == 0) throw UsageError(text(what) + ": the work-group size is 0 in dimension " + std::to_string(d));
     if (dev.max_work_item_sizes[d] && n > dev.max_work_item_sizes[d])
-      throw UsageError(what + ": a work-group of " + std::to_string(n) + " in dimension " + std::to_string(d) +
+      throw UsageError(text(what) + ": a work-group of " + std::to_string(n) + " in dimension " + std::to_string(d) +
                        " exceeds device '" + dev.name + "''s " + std::to_string(dev.max_work_item_sizes[d]) +
                        " (CL_DEVICE_MAX_WORK_ITEM_SIZES)");
     items *= n;
   }
   if (items > dev.max_work_group_size)
-    throw UsageError(what + ": a work-group of " + std::to_string(items) + " work-items exceeds device '" + dev.name +
-                     "''s " + std::to_string(dev.max_work_group_size) + " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+    throw UsageError(text(what) + ": a work-group of " + std::to_string(items) + " work-items exceeds device '" +
+                     dev.name + "''s " + std::to_string(dev.max_work_group_size) + " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
 }
 
-void check_tile(const detail::Engine& engine, const Access& a, const std::string& request, bool hook = false) {
+template <class What>
+void check_tile(const detail::Engine& engine, const Access& a, const What& request, bool hook = false) {
   const auto& t = *a.tile;
   if (a.device_image && !hook)
-    throw UsageError(request + ": device_image(in(" + t.name +
+    throw UsageError(text(request) + ": device_image(in(" + t.name +
                      ")) is for on_ready hooks only; transfers, kernels and host tasks say by their kind which image "
                      "they touch");
-  if (t.freed.load()) throw UsageError(request + ": tile '" + t.name + "' used after free");
-  if (t.owner != &engine) throw UsageError(request + ": tile '" + t.name + "' belongs to another controller");
+  if (t.freed.load()) throw UsageError(text(request) + ": tile '" + t.name + "' used after free");
+  if (t.owner != &engine) throw UsageError(text(request) + ": tile '" + t.name + "' belongs to another controller");
   if (a.box.empty())
-    throw UsageError(request + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
+    throw UsageError(text(request) + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
   if (!a.box.within(t.extent))
-    throw UsageError(request + ": region " + a.box.str(t.extent.dims) + " is out of the bounds of tile '" + t.name +
-                     "' (" + Box::whole(t.extent).str(t.extent.dims) + ")");
+    throw UsageError(text(request) + ": region " + a.box.str(t.extent.dims) + " is out of the bounds of tile '" +
+                     t.name + "' (" + Box::whole(t.extent).str(t.extent.dims) + ")");
 }
 }  // namespace
 
@@ -176,23 +193,23 @@ void Controller::submit_transfer(bool to_device, Access access) {
 
 void Controller::submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args) {
   if (!kernel) throw UsageError("launch of an empty Kernel handle");
-  const std::string what = "launch of kernel '" + kernel.name() + "'";
+  const auto what = [&] { return "launch of kernel '" + kernel.name() + "'"; };
   if (kernel.context()() != engine_->context())
-    throw UsageError(what + ": the kernel was built for another controller's context");
+    throw UsageError(what() + ": the kernel was built for another controller's context");
   if (args.size() != kernel.num_args()) {
     std::string sig;
     for (std::size_t i = 0; i < kernel.num_args(); ++i)
       sig += (i ? ", " : "") + kernel.arg(i).type_name + " " + kernel.arg(i).name;
-    throw UsageError(what + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
+    throw UsageError(what() + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
                      std::to_string(args.size()));
   }
   std::size_t items = 1;
   for (unsigned d = 0; d < range.dims(); ++d) {
     const std::size_t g = range.global()[d], o = range.offset()[d];
-    if (g == 0) throw UsageError(what + ": the global range is 0 in dimension " + std::to_string(d));
+    if (g == 0) throw UsageError(what() + ": the global range is 0 in dimension " + std::to_string(d));
     std::size_t end = 0;
     if (__builtin_add_overflow(o, g, &end) || __builtin_mul_overflow(items, g, &items))
-      throw UsageError(what + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
+      throw UsageError(what() + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
                        " in dimension " + std::to_string(d) + " overflows a size_t");
   }
   check_against_device(engine_->choice.device, range, args, what);
@@ -201,35 +218,35 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
     const KernelArgInfo& info = kernel.arg(i);
     if (const auto* a = std::get_if<Access>(&args[i])) {
       if (!info.is_buffer())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a->tile->name +
-                         "'");
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" +
+                         a->tile->name + "'");
       check_tile(*engine_, *a, what);
-      std::string base = info.type_name;
-      if (!base.empty() && base.back() == '*') base.pop_back();
+      std::string_view base = info.type_name;
+      if (!base.empty() && base.back() == '*') base.remove_suffix(1);
       const std::size_t expected = cl_scalar_size(base);
       if (expected && expected != a->tile->elem_size)
-        throw UsageError(what + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                          "-byte elements, tile '" + a->tile->name + "' holds " + std::to_string(a->tile->elem_size) +
                          "-byte elements");
-      if (const std::string held = kind_mismatch(base, a->tile->elem_type); !held.empty())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " points to " + base + " elements, tile '" +
-                         a->tile->name + "' holds " + held);
+      if (const char* held = kind_mismatch(base, a->tile->elem_type))
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
+                         " elements, tile '" + a->tile->name + "' holds " + held);
       r->accesses.push_back(*a);
     } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
       if (info.is_buffer() || info.is_local())
         throw UsageError(
-            what + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
+            what() + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
             " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
       const std::size_t expected = cl_scalar_size(info.type_name);
       if (expected && expected != s->size)
-        throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) + " bytes, got a " +
-                         std::to_string(s->size) + "-byte value");
-      if (const std::string given = kind_mismatch(info.type_name, s->type); !given.empty())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " + given +
-                         " (convert it: " + info.type_name + "(value))");
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) +
+                         " bytes, got a " + std::to_string(s->size) + "-byte value");
+      if (const char* given = kind_mismatch(info.type_name, s->type))
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
+                         std::string(given) + " (convert it: " + info.type_name + "(value))");
     } else {
       if (!info.is_local())
-        throw UsageError(what + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
+        throw UsageError(what() + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
     }
   }
   r->kind = Kind::kernel;
