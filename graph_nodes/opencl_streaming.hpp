@@ -51,7 +51,7 @@ class StreamingStep {
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
   void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
                      std::vector<RequestPtr>& released);
-  // Settles, oldest first, the lane's commands that ended well unobserved (at most a few per call).
+  // Settles, oldest first, the lane's commands that ended well unobserved (now and then; a few at most).
   void settle_ended(unsigned lane);
 
   Engine& engine_;
@@ -69,7 +69,7 @@ class StreamingStep {
   // running_preds, for the fault rules) and its event: a stream of launches without waits grew by
   // 1.4 KiB per request on PoCL 3.1 (tests/test_soak.cpp).
   std::vector<std::deque<RequestPtr>> unobserved_;
-  std::vector<unsigned> settle_backoff_;   // per lane: enqueues before the oldest's status is asked again
+  std::vector<unsigned> since_settled_;    // per lane: enqueues since settle_ended last looked
   std::vector<cl_event> spare_wait_list_;  // enqueue_command's, kept between commands
 };
 

@@ -103,7 +103,11 @@ class Engine {
   // Settles r as done if its command completed without error and every command it waited on is
   // settled already; false otherwise (still running, failed, or an older outcome to come first):
   // then r is left to its usual observers, so no fault is seen earlier than it would be.
-  bool settle_if_succeeded(const RequestPtr& r);   // callback_receiver.cpp
+  bool settle_if_succeeded(const RequestPtr& r);  // callback_receiver.cpp
+  // The same without asking the driver, for a command ahead of one that ended well on an in-order
+  // queue (StreamingStep::settle_ended): a runtime ends what follows a failed command on such a queue
+  // with an error (PoCL) or loses the context (NVIDIA), so this one ended well too.
+  bool settle_as_ended_well(const RequestPtr& r);
   void finish_device(Request& r, cl_int status);   // an ended command's outcome, from its status
   void settle_running_preds(Request& r);           // first the outcomes of what it waited on
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
