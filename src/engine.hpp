@@ -186,7 +186,11 @@ class Engine {
   // submit() adds to it). At zero the node is idle, so the submitting thread may run the
   // dispatcher's step itself (Engine::submit).
   std::atomic<std::size_t> dispatcher_pending_{0};
-  std::mutex helper_mutex_;  // held by the one waiting thread that runs graph tasks (wait_request)
+  // Held by the one waiting thread that runs graph tasks (wait_request). Recursive: a helping thread
+  // runs the program's own node bodies too, and one of those may wait again (a flow node's transfer
+  // under sync); if that inner wait could not help, the tasks it waits for would have no thread on a
+  // 2-core machine (tests/test_flow_nodes_one_worker.cpp).
+  std::recursive_mutex helper_mutex_;
   std::uint64_t next_id_ = 1;
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
