@@ -43,8 +43,8 @@ static double chain(cl_command_queue q, cl_kernel k, int n, int keep, int query,
     for (int j = 0; j < (query == 1 ? 1 : query == 2 && i % 16 == 15 ? 16 : 0); ++j) {
       if (i - keep - j < 0 || j >= keep) break; /* only events still alive */
       cl_int status;
-      check(clGetEventInfo(ring[(i - keep - j) % (keep + 1)], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                           &status, NULL),
+      check(clGetEventInfo(ring[(i - keep - j) % (keep + 1)], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                           NULL),
             "clGetEventInfo");
     }
   }
