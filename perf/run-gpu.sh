@@ -48,6 +48,7 @@ if has tests; then
   run threads $B/bin/test_threads_and_lifetimes
   run on_ready $B/bin/test_on_ready
   run flow_nodes $B/bin/test_flow_nodes
+  run flow_one_worker $B/bin/test_flow_nodes_one_worker
   run no_spinning $B/bin/test_no_spinning
   run loop_workloads $B/bin/test_loop_workloads
   # The CLI case in a process of its own: a child `hetflow run` found no NVIDIA platform once this
@@ -71,6 +72,7 @@ if has tests; then
   run pocl_random $B/bin/test_random_programs
   run pocl_errors $B/bin/test_errors
   run pocl_flow_nodes $B/bin/test_flow_nodes
+  run pocl_flow_one_worker $B/bin/test_flow_nodes_one_worker
   run pocl_no_spinning $B/bin/test_no_spinning
   unset HETFLOW_DEVICE
 fi
