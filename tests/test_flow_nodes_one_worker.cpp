@@ -103,7 +103,8 @@ TEST_CASE("under sync with one TBB worker, two kernel branches with implicit tra
   hf::host_node<Pair> check(
       g, c, [](const Pair& p) { return hf::touch(in(p.a), in(p.b)); },
       [&](Pair& p) {
-        if (!test::all_equal(p.a, float(p.seq) * 2.0f + 1.0f) || !test::all_equal(p.b, 2.0f * float(p.seq) * 3.0f + 1.0f))
+        if (!test::all_equal(p.a, float(p.seq) * 2.0f + 1.0f) ||
+            !test::all_equal(p.b, 2.0f * float(p.seq) * 3.0f + 1.0f))
           ++wrong;
       },
       {.name = "check"});
