@@ -18,7 +18,7 @@ bool Engine::settle_if_succeeded(const RequestPtr& r) {
   {
     std::lock_guard lock(r->m);
     for (const auto& p : r->running_preds)
-      if (!p->done_flag.load(std::memory_order_acquire)) return false;
+      if (!p->ended()) return false;
   }
   if (command_status(*r) != CL_COMPLETE) return false;
   finish_device(*r, CL_COMPLETE);
@@ -30,7 +30,7 @@ bool Engine::settle_as_ended_well(const RequestPtr& r) {
   {
     std::lock_guard lock(r->m);
     for (const auto& p : r->running_preds)
-      if (!p->done_flag.load(std::memory_order_acquire)) return false;
+      if (!p->ended()) return false;
   }
   finish_device(*r, CL_COMPLETE);
   return true;
@@ -45,7 +45,7 @@ void Engine::settle_running_preds(Request& r) {
   {
     std::lock_guard lock(r.m);
     for (const auto& p : r.running_preds)
-      if (!p->done_flag.load(std::memory_order_acquire)) stack.push_back(p);  // usually none: no allocation
+      if (!p->ended()) stack.push_back(p);  // usually none: no allocation
   }
   if (stack.empty()) return;
   std::unordered_set<const Request*> seen;  // a DAG: without it, fan-in makes the walk exponential
@@ -54,10 +54,10 @@ void Engine::settle_running_preds(Request& r) {
     stack.pop_back();
     if (!seen.insert(p.get()).second) continue;
     std::lock_guard lock(p->m);
-    if (p->finished) continue;
+    if (p->ended()) continue;
     unsettled.push_back(p);
     for (const auto& q : p->running_preds)
-      if (!q->done_flag.load(std::memory_order_acquire) && !seen.count(q.get())) stack.push_back(q);
+      if (!q->ended() && !seen.count(q.get())) stack.push_back(q);
   }
   std::sort(unsettled.begin(), unsettled.end(), [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
   for (const auto& p : unsettled) {

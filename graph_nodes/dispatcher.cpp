@@ -52,10 +52,11 @@ void DispatchStep::dispatch(const RequestPtr& r) {
 
 void DispatchStep::wait_preds(Request& w) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
-  if (!w.wait_for.empty()) {
-    w.preds = std::move(w.wait_for);
-  } else if (w.wait_tile) {
-    tracker_.outstanding(w.wait_tile->id, done, w.preds);
+  WaitWork& what = w.wait();
+  if (!what.on.empty()) {
+    w.preds = std::move(what.on);
+  } else if (what.tile) {
+    tracker_.outstanding(what.tile->id, done, w.preds);
   } else {
     tracker_.outstanding_all(done, w.preds);
     std::erase_if(untracked_, done);
@@ -101,8 +102,8 @@ void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
   std::erase_if(r->preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
-    if (p->finished) {
-      if (p->status.load() != Status::done) cancel_because(*r, dependency_cause(*p, p->status.load()));
+    if (const Status s = p->status.load(std::memory_order_relaxed); s != Status::pending) {
+      if (s != Status::done) cancel_because(*r, dependency_cause(*p, s));
       return true;
     }
     r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);  // under p->m: p cannot finish meanwhile

@@ -28,10 +28,10 @@ void Engine::run_host(const RequestPtr& r) {
   running_task = r.get();
   running_engine = this;
   try {
-    if (r->hook)
-      r->hook(outcome_of_predecessors(*r));
+    if (auto* hook = std::get_if<HookWork>(&r->work))
+      hook->fn(outcome_of_predecessors(*r));
     else
-      r->fn();
+      r->host().fn();
   } catch (const std::exception& e) {
     error = std::string("threw: ") + e.what();
     r->exception = std::current_exception();
@@ -41,8 +41,11 @@ void Engine::run_host(const RequestPtr& r) {
   }
   running_task = outer_task;
   running_engine = outer_engine;
-  r->fn = nullptr;  // drop captured state now, not when the last reference goes
-  r->hook = nullptr;
+  // Captured state goes now, not when the last reference does.
+  if (auto* hook = std::get_if<HookWork>(&r->work))
+    hook->fn = nullptr;
+  else
+    r->host().fn = nullptr;
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;
   finish(*r, outcome, std::move(error));

@@ -41,8 +41,9 @@ cl_int enqueue_transfer(cl_command_queue q, bool to_device, const Access& a, cl_
 
 cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event* list, cl_event* ev,
                       std::string& what) {
-  cl_kernel k = r.kernel.handle()();
-  for (cl_uint i = 0; i < r.args.size(); ++i) {
+  const KernelWork& work = r.kernel();
+  cl_kernel k = work.kernel.handle()();
+  for (cl_uint i = 0; i < work.args.size(); ++i) {
     cl_int err = std::visit(
         [&](const auto& arg) -> cl_int {
           using A = std::decay_t<decltype(arg)>;
@@ -55,13 +56,13 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
             return clSetKernelArg(k, i, arg.bytes, nullptr);
           }
         },
-        r.args[i]);
+        work.args[i]);
     if (err != CL_SUCCESS) {
       what = "clSetKernelArg(" + std::to_string(i) + ")";
       return err;
     }
   }
-  const Range& range = *r.range;
+  const Range& range = work.range;
   const cl_int err =
       clEnqueueNDRangeKernel(q, k, range.dims(), range.has_offset() ? range.offset().data() : nullptr,
                              range.global().data(), range.has_local() ? range.local().data() : nullptr, n, list, ev);
@@ -101,14 +102,14 @@ void StreamingStep::enqueue(const RequestPtr& r) {
 }
 
 void StreamingStep::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
-  if (r->done_flag.load(std::memory_order_acquire)) return;  // terminated with a failed command
-  if (!r->streaming_armed) {
-    r->streaming_armed = true;
+  if (r->ended()) return;  // terminated with a failed command
+  if (r->stage == DeviceStage::dispatched) {
+    r->stage = DeviceStage::held;
     // A device predecessor held back itself (behind a host request) has no event yet: r waits
     // for its enqueue or its end. Program order guarantees every other one is enqueued or ended.
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
-      if (p->launched || p->finished) continue;
+      if (p->stage == DeviceStage::enqueued || p->status.load(std::memory_order_relaxed) != Status::pending) continue;
       r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);
       p->held.push_back(r);
     }
@@ -189,7 +190,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
     const Status s = p->status.load();
     cl_event e = p->event.load();
     if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(*p, s);
-    if (p->finished) continue;  // done
+    if (s == Status::done) continue;
     wait_list.push_back(e);
     running.push_back(p);
   }
@@ -207,7 +208,7 @@ void StreamingStep::flush_for_wait(unsigned lane, unsigned own_lane) {
 void StreamingStep::chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list) {
   // docs/drivers.md, "One kernel, several launches at once": on PoCL < 7.0 two commands of one
   // kernel must not run at once, so each waits for the previous launch of its kernel.
-  auto it = last_launch_.find(r.kernel.name());
+  auto it = last_launch_.find(r.kernel().kernel.name());
   if (it == last_launch_.end()) return;
   cl_int status = CL_COMPLETE;
   // A failing query is the driver reporting a fault (Engine::command_status): that launch has
@@ -240,16 +241,17 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
   std::string failed_pred;
   for (const auto& p : running) {
     std::lock_guard lock(p->m);
-    if (!p->finished)
+    if (const Status s = p->status.load(std::memory_order_relaxed); s == Status::pending)
       p->device_dependants.push_back(r);
-    else if (p->status.load() != Status::done && failed_pred.empty())
-      failed_pred = dependency_cause(*p, p->status.load());
+    else if (s != Status::done && failed_pred.empty())
+      failed_pred = dependency_cause(*p, s);
   }
   {
     std::lock_guard lock(r->m);
     r->running_preds = std::move(running);
   }
-  if (r->kind == Kind::kernel && chains_launches()) last_launch_[r->kernel.name()] = {cl::Event(ev, true), r->lane};
+  if (r->kind == Kind::kernel && chains_launches())
+    last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
   r->event.store(ev);
   if (engine_.policy == Policy::async)
     flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
@@ -258,9 +260,12 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
   std::vector<RequestPtr> held;
   {
     std::lock_guard lock(r->m);
-    r->launched = true;
+    r->stage = DeviceStage::enqueued;
     held.swap(r->held);
-    if (r->watch_requested && !r->watched) register_now = r->watched = true;
+    if (r->watch == Watch::requested) {
+      r->watch = Watch::registered;
+      register_now = true;
+    }
   }
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) {
@@ -289,7 +294,7 @@ void StreamingStep::settle_ended(unsigned lane) {
   auto settle_front = [&](std::size_t count, bool ended_well) {
     for (std::size_t i = 0; i < count && !fifo.empty(); ++i) {
       const RequestPtr& oldest = fifo.front();
-      if (!oldest->done_flag.load(std::memory_order_acquire) &&
+      if (!oldest->ended() &&
           !(ended_well ? engine_.settle_as_ended_well(oldest) : engine_.settle_if_succeeded(oldest)))
         return false;
       fifo.pop_front();

@@ -15,8 +15,12 @@
 namespace hetflow {
 namespace {
 
+using detail::HookWork;
+using detail::HostWork;
+using detail::KernelWork;
 using detail::Kind;
-using detail::Request;
+using detail::make_request;
+using detail::TransferWork;
 
 // An OpenCL C built-in type's name taken apart: "float4" is 4 lanes of a 4-byte floating-point
 // element. Parsed on every launch, so without allocating (a launch costs a few microseconds in all).
@@ -182,10 +186,8 @@ void Controller::submit_transfer(bool to_device, Access access) {
   check_tile(*engine_, access, name);
   if (access.tile->device_only)
     throw UsageError(name + ": tile '" + access.tile->name + "' is device-only, it has no host image to move");
-  auto r = std::make_shared<Request>();
-  r->kind = to_device ? Kind::h2d : Kind::d2h;
+  auto r = make_request<TransferWork>(to_device ? Kind::h2d : Kind::d2h, name);
   r->lane = to_device ? engine_->h2d_lane() : engine_->d2h_lane();
-  r->name = name;
   if (!(access.box == Box::whole(access.tile->extent))) r->name += access.box.str(access.tile->extent.dims);
   r->accesses.push_back(std::move(access));
   engine_->submit(std::move(r));
@@ -213,7 +215,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
                        " in dimension " + std::to_string(d) + " overflows a size_t");
   }
   check_against_device(engine_->choice.device, range, args, what);
-  auto r = std::make_shared<Request>();
+  std::vector<Access> accesses;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const KernelArgInfo& info = kernel.arg(i);
     if (const auto* a = std::get_if<Access>(&args[i])) {
@@ -231,7 +233,7 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
       if (const char* held = kind_mismatch(base, a->tile->elem_type))
         throw UsageError(what() + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
                          " elements, tile '" + a->tile->name + "' holds " + held);
-      r->accesses.push_back(*a);
+      accesses.push_back(*a);
     } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
       if (info.is_buffer() || info.is_local())
         throw UsageError(
@@ -249,11 +251,8 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
         throw UsageError(what() + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
     }
   }
-  r->kind = Kind::kernel;
-  r->name = kernel.name();
-  r->kernel = kernel;
-  r->range = range;
-  r->args = std::move(args);
+  auto r = make_request<KernelWork>(Kind::kernel, kernel.name(), KernelWork{kernel, range, std::move(args)});
+  r->accesses = std::move(accesses);
   engine_->submit(std::move(r));  // which picks its kernel queue
 }
 
@@ -264,10 +263,7 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
     if (a.tile->device_only)
       throw UsageError(what + ": tile '" + a.tile->name + "' is device-only, a host task cannot access it");
   }
-  auto r = std::make_shared<Request>();
-  r->kind = Kind::host;
-  r->name = std::move(name);
-  r->fn = std::move(fn);
+  auto r = make_request<HostWork>(Kind::host, std::move(name), HostWork{std::move(fn)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }
@@ -280,10 +276,7 @@ void Controller::submit_hook(std::string name, std::function<void(const Outcome&
       throw UsageError(what + ": tile '" + a.tile->name +
                        "' is device-only: wait for its device image with device_image(in(t))");
   }
-  auto r = std::make_shared<Request>();
-  r->kind = Kind::host;
-  r->name = std::move(name);
-  r->hook = std::move(fn);
+  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }
@@ -298,14 +291,10 @@ void Controller::wait_tile(const std::shared_ptr<detail::TileState>& tile) {
 void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
   if (tile->owner != engine_.get()) throw UsageError("free: tile '" + tile->name + "' belongs to another controller");
   if (tile->freed.exchange(true)) throw UsageError("free: tile '" + tile->name + "' was already freed");
-  auto r = std::make_shared<Request>();
-  r->kind = Kind::release;
-  r->name = "free(" + tile->name + ")";
-  r->accesses.push_back(Access{tile, Box::whole(tile->extent), Role::io});
   // Runs once every earlier request on the tile is done; dropping the buffers then returns the
   // memory (OpenCL frees it when no command uses it any more).
   std::weak_ptr<detail::TileState> weak = tile;
-  r->fn = [weak] {
+  auto release = [weak] {
     if (auto t = weak.lock()) {
       const cl_int err = t->unmap_host_image();
       t->host_buffer = cl::Buffer();
@@ -314,6 +303,8 @@ void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
       if (err != CL_SUCCESS) throw OpenCLError(err, "clEnqueueUnmapMemObject of tile '" + t->name + "'s host image");
     }
   };
+  auto r = make_request<HostWork>(Kind::release, "free(" + tile->name + ")", HostWork{std::move(release)});
+  r->accesses.push_back(Access{tile, Box::whole(tile->extent), Role::io});
   engine_->submit(std::move(r));
 }
 

@@ -16,7 +16,8 @@ cl_int Engine::command_status(const Request& r) {
   // NVIDIA (driver 580) reports a faulted kernel as CL_COMPLETE, in its callback too, and says
   // what happened only through the query's own result (-9999) — as it does for clWaitForEvents.
   if (err != CL_SUCCESS) return err < 0 ? err : CL_INVALID_EVENT;
-  if (status == CL_COMPLETE && r.kind == Kind::kernel && !fault_kernel_.empty() && r.kernel.name() == fault_kernel_) {
+  if (status == CL_COMPLETE && r.kind == Kind::kernel && !fault_kernel_.empty() &&
+      r.kernel().kernel.name() == fault_kernel_) {
     injected_fault_.store(true, std::memory_order_release);
     return injected_fault_status;
   }
@@ -60,7 +61,7 @@ void Engine::fail_lane(unsigned lane, cl_int err) {
   {
     std::lock_guard lock(watched_mutex_);
     for (const auto& r : watched_)
-      if (r->lane == lane && !r->done_flag.load(std::memory_order_acquire)) stranded.push_back(r);
+      if (r->lane == lane && !r->ended()) stranded.push_back(r);
   }
   for (const auto& r : stranded) finish(*r, Status::failed, why);
 }

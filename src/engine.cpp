@@ -282,10 +282,9 @@ Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
 void Engine::DeferredBlocking::wait() {
   deferred_blocking = saved_;  // the wait's own submission must not be deferred
   if (deferred_.empty()) return;
-  auto w = std::make_shared<Request>();
-  w->kind = Kind::wait;
-  w->name = "sync(" + deferred_.front()->name + (deferred_.size() > 1 ? ", ...)" : ")");
-  w->wait_for = std::move(deferred_);
+  auto w =
+      make_request<WaitWork>(Kind::wait, "sync(" + deferred_.front()->name + (deferred_.size() > 1 ? ", ...)" : ")"));
+  w->wait().on = std::move(deferred_);
   deferred_.clear();
   engine_.wait_request(std::move(w));
 }
@@ -296,7 +295,7 @@ void Engine::submit(RequestPtr r) {
   if (r->kind != Kind::wait) throw_if_lost();
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).
-  const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->hook;
+  const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();
   if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   {
     std::lock_guard lock(submit_mutex_);
@@ -325,10 +324,8 @@ void Engine::submit(RequestPtr r) {
     return;
   }
   if (blocks) {
-    auto w = std::make_shared<Request>();
-    w->kind = Kind::wait;
-    w->name = "sync(" + r->name + ")";
-    w->wait_for.push_back(std::move(r));
+    auto w = make_request<WaitWork>(Kind::wait, "sync(" + r->name + ")");
+    w->wait().on.push_back(std::move(r));
     wait_request(std::move(w));
   }
 }
@@ -336,7 +333,7 @@ void Engine::submit(RequestPtr r) {
 void Engine::wait_request(RequestPtr w) {
   // `w` stays owned here: once released, nothing else may hold it, and the loop below still reads
   // its flag and condition variable.
-  Request* raw = w.get();
+  WaitWork& raw = w->wait();
   submit(w);
   // The waiting thread helps: it runs the graph's pending tasks (graph_.wait_for_all() returns once
   // the graph is idle, and the graph's context has concurrent_wait so that is safe while others
@@ -347,13 +344,13 @@ void Engine::wait_request(RequestPtr w) {
   // Where the wait needs a device command that depends on nothing the host must do, the thread
   // blocks in clWaitForEvents instead: NVIDIA's callbacks come late and a sleep of the backoff
   // would add to every blocking request under the sync policy (perf/bench_overhead, sync row).
-  std::unique_lock lock(raw->m);
+  std::unique_lock lock(w->m);
   auto interval = std::chrono::microseconds(50);
-  while (!raw->released) {
+  while (!raw.released) {
     // First the device command, if one is enqueued: usually the wait needs nothing else (the
     // submitting thread ran the steps itself, Engine::submit), and blocking in the driver is the
     // shortest way back.
-    if (RequestPtr p = blocking_candidate(*raw)) {
+    if (RequestPtr p = blocking_candidate(raw)) {
       lock.unlock();
       cl_event ev = p->event.load();
       cl_int err = CL_SUCCESS;
@@ -372,9 +369,9 @@ void Engine::wait_request(RequestPtr w) {
     help_run_graph();
     poll_watched();
     lock.lock();
-    if (raw->released) break;
-    if (blocking_candidate(*raw)) continue;  // enqueued meanwhile: block on it above
-    raw->released_cv.wait_for(lock, interval, [raw] { return raw->released; });
+    if (raw.released) break;
+    if (blocking_candidate(raw)) continue;  // enqueued meanwhile: block on it above
+    raw.released_cv.wait_for(lock, interval, [&raw] { return raw.released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
 }
@@ -409,9 +406,9 @@ bool Engine::ended_within(cl_event ev, std::chrono::microseconds spin) {
   return false;
 }
 
-RequestPtr Engine::blocking_candidate(Request& w) {
-  // Called with w.m held.
-  std::erase_if(w.device_preds, [](const RequestPtr& p) { return p->done_flag.load(std::memory_order_acquire); });
+RequestPtr Engine::blocking_candidate(WaitWork& w) {
+  // Called with the wait request's m held.
+  std::erase_if(w.device_preds, [](const RequestPtr& p) { return p->ended(); });
   // Every enqueued command completes without the host's help (nothing enqueued waits on a host
   // request), so any of them is safe to block on.
   for (const auto& p : w.device_preds)
@@ -448,10 +445,8 @@ RequestFailed reported(std::vector<Engine::Failure> fs) {
 
 void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   refuse_blocking_inside_host_task("wait(" + tile->name + ")");
-  auto w = std::make_shared<Request>();
-  w->kind = Kind::wait;
-  w->name = "wait(" + tile->name + ")";
-  w->wait_tile = tile;
+  auto w = make_request<WaitWork>(Kind::wait, "wait(" + tile->name + ")");
+  w->wait().tile = tile;
   wait_request(w);
   if (auto fs = take_failures(tile.get()); !fs.empty()) throw reported(std::move(fs));
   throw_if_lost();
@@ -459,9 +454,7 @@ void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
 
 void Engine::wait_all() {
   refuse_blocking_inside_host_task("wait_all()");
-  auto w = std::make_shared<Request>();
-  w->kind = Kind::wait;
-  w->name = "wait_all";
+  auto w = make_request<WaitWork>(Kind::wait, "wait_all");
   wait_request(w);
   if (auto fs = take_failures(nullptr); !fs.empty()) throw reported(std::move(fs));
   throw_if_lost();
@@ -488,22 +481,21 @@ void Engine::finish(Request& r, Status s, std::string error) {
   std::vector<RequestPtr> waiters, dependants, held;
   {
     std::lock_guard lock(r.m);
-    if (r.finished) return;
-    r.finished = true;
+    if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
     r.error = std::move(error);
-    r.status.store(s, std::memory_order_relaxed);
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
     held.swap(r.held);
     r.running_preds.clear();
-    if (std::exchange(r.holds_poller, false)) poller_.release();
-    // Listed before `finished` can be seen: a wait dispatched from now on counts r as ended and
-    // takes its failures at once, so r's must already be there.
+    if (auto* hook = std::get_if<HookWork>(&r.work); hook && std::exchange(hook->holds_poller, false))
+      poller_.release();
+    // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
+    // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
-    // Still under r.m: a wait that finds r finished here may take and report its failure at once,
-    // and the dispatcher must then see r as ended (is_done) for the next request, or that request
-    // is cancelled by a failure already reported (test_random_programs, under load).
-    r.done_flag.store(true, std::memory_order_release);
+    // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
+    // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
+    // request is cancelled by a failure already reported (test_random_programs, under load).
+    r.status.store(s, std::memory_order_release);
   }
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
@@ -532,11 +524,12 @@ void Engine::ready(const RequestPtr& r) {
   if (r->kind == Kind::wait) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);
+    WaitWork& w = r->wait();
     {
       std::lock_guard lock(r->m);
-      r->released = true;
+      w.released = true;
     }
-    r->released_cv.notify_all();
+    w.released_cv.notify_all();
     return;
   }
   std::string cause;
@@ -556,7 +549,7 @@ void Engine::ready(const RequestPtr& r) {
       finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
-  if (r->kind == Kind::host && !cause.empty() && !r->hook) {  // a hook runs and is told the cause
+  if (r->kind == Kind::host && !cause.empty() && !r->is_hook()) {  // a hook runs and is told the cause
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
@@ -570,27 +563,27 @@ void Engine::arm_host_side(const RequestPtr& r) {
     bool register_now = false, flush_only = false;
     {
       std::lock_guard lock(p->m);
-      if (p->finished) {
-        if (p->status.load() != Status::done) cancel_because(*r, dependency_cause(*p, p->status.load()));
+      if (const Status s = p->status.load(std::memory_order_relaxed); s != Status::pending) {
+        if (s != Status::done) cancel_because(*r, dependency_cause(*p, s));
         continue;
       }
       p->waiters.push_back(r);
       r->unmet.fetch_add(1, std::memory_order_relaxed);
-      if (r->hook && on_device(p->kind)) hook_waits_on_device = true;
+      if (r->is_hook() && on_device(p->kind)) hook_waits_on_device = true;
       if (r->kind == Kind::wait && on_device(p->kind)) {
         std::lock_guard own(r->m);
-        r->device_preds.push_back(p);
+        r->wait().device_preds.push_back(p);
       }
-      if (on_device(p->kind) && !p->watched) {
+      if (on_device(p->kind) && p->watch != Watch::registered) {
         if (p->event.load() && r->kind == Kind::wait) {
           // The waiting thread blocks on this one itself (wait_request): a callback would only
           // cost a driver call and a graph task. The command must be flushed to complete, though.
           flush_only = true;
         } else if (p->event.load()) {
-          p->watched = true;
+          p->watch = Watch::registered;
           register_now = true;
         } else {
-          p->watch_requested = true;  // the streaming node registers it right after enqueueing
+          p->watch = Watch::requested;  // the streaming node registers it right after enqueueing
         }
       }
     }
@@ -599,7 +592,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
   }
   r->preds.clear();
   if (hook_waits_on_device) {  // released by finish(), which comes after the arming ends
-    r->holds_poller = true;
+    r->hook().holds_poller = true;
     poller_.hold();
   }
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
@@ -635,7 +628,7 @@ bool Engine::poll_watched() {
   {
     std::lock_guard lock(watched_mutex_);
     std::erase_if(watched_, [&](const RequestPtr& r) {
-      if (r->done_flag.load(std::memory_order_acquire)) return true;
+      if (r->ended()) return true;
       if (command_status(*r) > CL_COMPLETE) return false;
       ended.push_back(r);
       return true;
@@ -678,8 +671,8 @@ bool Engine::is_done(const RequestPtr& r) {
   // dispatcher asks for every predecessor of every request. A device command that ended unseen stays
   // a predecessor a little longer: its event joins a wait list, as in hand-written code, until the
   // streaming step, a wait or a poll settles it. A failed request stays a hazard until reported.
-  if (!r->done_flag.load(std::memory_order_acquire)) return false;
-  return r->status.load() == Status::done || r->reported.load(std::memory_order_acquire);
+  const Status s = r->status.load(std::memory_order_acquire);
+  return s == Status::done || (s != Status::pending && r->reported.load(std::memory_order_acquire));
 }
 
 std::size_t Engine::tracked_accesses() const {

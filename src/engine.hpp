@@ -162,7 +162,7 @@ class Engine {
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.
   void refuse_blocking_inside_host_task(const std::string& what) const;
-  RequestPtr blocking_candidate(Request& wait);                           // a pending device command safe to block on
+  RequestPtr blocking_candidate(WaitWork& wait);                          // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
   // its predecessors have.

@@ -2,10 +2,37 @@
 
 #include <hetflow/errors.hpp>
 
+#include <stdexcept>
+
 #include "driver_lock.hpp"
 #include "log.hpp"
 
 namespace hetflow::detail {
+
+void Request::check_payload() const {
+  bool fits = false;
+  switch (kind) {
+    case Kind::h2d:
+    case Kind::d2h:
+      fits = std::holds_alternative<TransferWork>(work);
+      break;
+    case Kind::kernel:
+      fits = std::holds_alternative<KernelWork>(work);
+      break;
+    case Kind::host:
+      fits = std::holds_alternative<HostWork>(work) || std::holds_alternative<HookWork>(work);
+      break;
+    case Kind::release:
+      fits = std::holds_alternative<HostWork>(work);
+      break;
+    case Kind::wait:
+      fits = std::holds_alternative<WaitWork>(work);
+      break;
+  }
+  if (!fits)
+    throw std::logic_error("hetflow internal error: a " + std::string(to_string(kind)) + " request '" + name +
+                           "' built with another kind's payload");
+}
 
 Request::~Request() {
   live.fetch_sub(1, std::memory_order_relaxed);

@@ -16,6 +16,8 @@
 #include <optional>
 #include <condition_variable>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace hetflow::detail {
@@ -58,75 +60,116 @@ inline bool on_device(Kind k) { return k == Kind::h2d || k == Kind::d2h || k == 
 struct Request;
 using RequestPtr = std::shared_ptr<Request>;
 
+// What a request does, one payload per kind; what every kind shares is Request's own header.
+struct TransferWork {};  // H2D, D2H: its one access says what moves where
+struct KernelWork {
+  Kernel kernel;
+  Range range;
+  std::vector<KernelArg> args;
+};
+struct HostWork {  // a host task, or a tile's release (`fn` frees the tile)
+  UniqueFunction<void()> fn;
+};
+// A completion hook (Controller::on_ready): runs whatever its predecessors' outcome, and is told it.
+struct HookWork {
+  std::function<void(const Outcome&)> fn;
+  // Waiting on device commands, it keeps the completion poller awake: set while arming (before it
+  // can end), cleared by Engine::finish under m.
+  bool holds_poller = false;
+};
+// wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
+struct WaitWork {
+  std::vector<RequestPtr> on;            // explicit requests (sync policy)
+  std::shared_ptr<TileState> tile;       // wait(t); null with `on` empty: wait_all
+  std::vector<RequestPtr> device_preds;  // under m: device commands still pending at arming
+  // Under m: every predecessor has ended. The waiting thread sleeps on the condition variable
+  // between its polls (Engine::wait_request).
+  bool released = false;
+  std::condition_variable released_cv;
+};
+using Work = std::variant<TransferWork, KernelWork, HostWork, HookWork, WaitWork>;
+
+// A device request's progress through the streaming step; only that (serial) step reads or writes it.
+enum class DeviceStage : std::uint8_t {
+  dispatched,  // not yet seen by the streaming step
+  held,        // its device predecessors counted; waits for them to end or be enqueued
+  enqueued,    // its command is with the driver (`event` is set)
+};
+// Whether a host-side consumer needs this device command's completion callback; under m.
+enum class Watch : std::uint8_t { none, requested, registered };
+
 struct Request : std::enable_shared_from_this<Request> {
+  // Built through make_request, so kind and payload agree.
+  template <class W, class... Args>
+  Request(Kind k, std::string n, std::in_place_type_t<W> w, Args&&... args)
+      : kind(k), name(std::move(n)), work(w, std::forward<Args>(args)...) {
+    check_payload();
+    live.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Request();
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // Identity.
   std::uint64_t id = 0;
-  Kind kind = Kind::host;
+  const Kind kind;
   std::string name;
   unsigned lane = 0;            // device requests: the queue index
   std::uint32_t flow_node = 0;  // the program's flow-graph node or loop that made it (FlowTopology), if any
-
-  // What it does.
   std::vector<Access> accesses;
-  Kernel kernel;
-  std::optional<Range> range;
-  std::vector<KernelArg> args;
-  UniqueFunction<void()> fn;  // host tasks; for `release`, what frees the tile
-  // Completion hooks (Controller::on_ready): host requests that run whatever their predecessors'
-  // outcome, and are told it.
-  std::function<void(const Outcome&)> hook;
-  bool holds_poller = false;             // a hook waiting on device commands keeps the completion poller awake
-  std::vector<RequestPtr> wait_for;      // wait requests on explicit requests (sync policy)
-  std::shared_ptr<TileState> wait_tile;  // wait(t): the tile; null with empty wait_for = wait_all
 
-  // Set by the dispatcher, consumed by the streaming node or the arming of host-side requests.
-  std::vector<RequestPtr> preds;  // deduplicated, not known complete at dispatch (device requests:
-                                  // their device predecessors only)
-  std::string cancel_cause;       // non-empty: a predecessor failed; do not run
-  std::string failure;            // device requests the driver refused: why (Engine::end_after_preds)
+  Work work;
+  KernelWork& kernel() { return std::get<KernelWork>(work); }
+  const KernelWork& kernel() const { return std::get<KernelWork>(work); }
+  HostWork& host() { return std::get<HostWork>(work); }
+  HookWork& hook() { return std::get<HookWork>(work); }
+  WaitWork& wait() { return std::get<WaitWork>(work); }
+  bool is_hook() const { return std::holds_alternative<HookWork>(work); }
+  void check_payload() const;  // throws std::logic_error if `work` is not one of `kind`'s
 
+  // Dependencies. `preds` is set by the dispatcher and consumed by the streaming step or the arming
+  // of host-side requests: deduplicated, not known complete at dispatch (device requests: their
+  // device predecessors only).
+  std::vector<RequestPtr> preds;
+  std::string cancel_cause;  // under m; non-empty: a predecessor failed; do not run
+  std::string failure;       // under m; a device request the driver refused: why (Engine::end_after_preds)
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
   // predecessor has ended (and succeeded; else the request is cancelled) and every device
   // predecessor is enqueued (docs/architecture.md, "Host → device edges"). So no OpenCL command
   // ever waits on an event the engine could fail, and every enqueued command completes without
   // the host's help.
   std::atomic<int> enqueue_unmet{0};  // predecessors still to end or be enqueued, +1 while arming
-  bool streaming_armed = false;       // the streaming node has counted its device predecessors
-
-  // Device side (written by the streaming node before anyone can read it through `finished`).
-  std::atomic<cl_event> event{nullptr};
-
-  // Completion, guarded by `m`.
-  std::mutex m;
-  bool finished = false;
-  bool watch_requested = false;     // a host-side consumer needs the completion callback
-  bool watched = false;             // the callback is registered
-  std::vector<RequestPtr> waiters;  // host-side consumers to release at completion
   // Device requests waiting for this one to end (a host request) or be enqueued (a device
-  // request). If it fails first they are cancelled, once their other predecessors have ended.
+  // request); under m. If it fails first they are cancelled, once their other predecessors have ended.
   std::vector<RequestPtr> held;
-  bool launched = false;  // device requests: enqueued, `held` released
-  // Device commands whose wait list holds this request's event. If this request fails, OpenCL
-  // terminates them; the engine marks them cancelled itself, because not every runtime fires
+  // Host-side consumers (host tasks, hooks, waits, and device requests that will not run): the
+  // predecessors still to complete (+1 while arming), and, on a predecessor, the consumers to
+  // release at its completion (under m).
+  std::atomic<int> unmet{0};
+  std::vector<RequestPtr> waiters;
+
+  // Device side.
+  DeviceStage stage = DeviceStage::dispatched;
+  std::atomic<cl_event> event{nullptr};  // written by the streaming step before anyone can need it
+  Watch watch = Watch::none;
+  // Device commands whose wait list holds this request's event (under m). If this request fails,
+  // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).
   std::vector<RequestPtr> device_dependants;
-  // The other side: the predecessors in r's own wait list that had not ended at its enqueue. r's
-  // outcome is settled only after theirs (Engine::finish_device): a command that ran after one
-  // that faulted may itself report success over garbage.
+  // The other side: the predecessors in r's own wait list that had not ended at its enqueue (under
+  // m). r's outcome is settled only after theirs (Engine::finish_device): a command that ran after
+  // one that faulted may itself report success over garbage.
   std::vector<RequestPtr> running_preds;
+
+  // Outcome. `status` leaves `pending` once, under m, as the last step of Engine::finish: whoever
+  // sees it ended (ended(), lock-free) may count on the rest of the outcome being in place.
+  std::mutex m;
   std::atomic<Status> status{Status::pending};
-  std::atomic<bool> done_flag{false};  // lock-free read of `finished`
+  bool ended() const { return status.load(std::memory_order_acquire) != Status::pending; }
+  std::string error;             // under m
+  std::exception_ptr exception;  // host tasks: what fn threw
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
-  std::string error;
-  std::exception_ptr exception;  // host tasks: what fn threw
-
-  // Host-side consumers: predecessors still to complete (+1 while arming).
-  std::atomic<int> unmet{0};
-  // Wait requests: set, under `m`, when every predecessor is done; the waiting thread sleeps on
-  // the condition variable between its polls (Engine::wait_request).
-  bool released = false;
-  std::condition_variable released_cv;
-  std::vector<RequestPtr> device_preds;  // wait requests: device commands still pending at arming
 
   // Recording (dumps, traces).
   // Written by whoever runs or enqueues the request while records() may read them from any thread
@@ -136,12 +179,16 @@ struct Request : std::enable_shared_from_this<Request> {
   std::string worker;             // host tasks: which worker ran it; under `m`
   std::vector<EdgeRecord> edges;  // under `m`
 
-  Request() { live.fetch_add(1, std::memory_order_relaxed); }
-  ~Request();
   // Requests alive in the process: what the leak tests watch (a request kept alive keeps its
   // tiles' buffers and its OpenCL event too).
   static inline std::atomic<long> live{0};
 };
+
+// A request of kind `k` with its payload W built from `args`.
+template <class W, class... Args>
+RequestPtr make_request(Kind k, std::string name, Args&&... args) {
+  return std::make_shared<Request>(k, std::move(name), std::in_place_type<W>, std::forward<Args>(args)...);
+}
 
 // Why a dependant of `p` is not run: "request #12 'fill' that it depends on failed".
 inline std::string dependency_cause(const Request& p, Status s) {
