@@ -665,7 +665,9 @@ StarpuLoopResult barnes_hut(Starpu& starpu, const wl::BarnesHutLoop& loop, const
                                               : STARPU_CPU | STARPU_OPENCL;
 
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<wl::Vec4> acc(n, wl::Vec4{nan, nan, nan, nan});  // not starpu_malloc: 8-byte aligned by default
+  const wl::Vec4 unwritten{nan, nan, nan, nan};  // what no iteration writes, as BarnesHutLoop::clear_output()
+  // A std::vector, not starpu_malloc: that aligns to 8 bytes by default, a Vec4 needs 16.
+  std::vector<wl::Vec4> acc(n, unwritten);
   std::vector<uint32_t> sizes;
   std::vector<BhChunk> chunks;
   for (std::size_t begin = 0; begin < n; begin += chunk) {
@@ -684,9 +686,23 @@ StarpuLoopResult barnes_hut(Starpu& starpu, const wl::BarnesHutLoop& loop, const
   // bh_force_opencl).
   const unsigned device_node = starpu_worker_get_memory_node(starpu_worker_get_by_type(STARPU_OPENCL_WORKER, 0));
   for (auto h : {pos, mass, open2, links, whole})
-    if (starpu_data_fetch_on_node(h, device_node, 0) != 0) throw Error("starpu_data_fetch_on_node failed");
+    if (const int rc = starpu_data_fetch_on_node(h, device_node, 0); rc != 0)
+      throw Error("StarPU could not move the Barnes-Hut data to its device (starpu_data_fetch_on_node: " +
+                  std::to_string(rc) + ")");
   Pieces pieces(whole, sizes);
 
+  // Untimed, before every call: NaN in every piece, as the hetflow rows' clear_output(), so that
+  // what a call leaves is its own work. Writing them in host memory drops the device's copies,
+  // which the tasks, writing them whole, do not need.
+  auto clear = [&] {
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      if (const int rc = starpu_data_acquire(pieces[k], STARPU_W); rc != 0)
+        throw Error("starpu_data_acquire(W) of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
+      auto* p = reinterpret_cast<wl::Vec4*>(starpu_vector_get_local_ptr(pieces[k]));
+      std::fill(p, p + starpu_vector_get_nx(pieces[k]), unwritten);
+      starpu_data_release(pieces[k]);
+    }
+  };
   auto call = [&] {
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       submitted(starpu_task_insert(&cl, STARPU_R, pos, STARPU_R, mass, STARPU_R, open2, STARPU_R, links, STARPU_W,
@@ -694,25 +710,28 @@ StarpuLoopResult barnes_hut(Starpu& starpu, const wl::BarnesHutLoop& loop, const
                 "bh_force");
       // Home as soon as its task ends, while the others run, as parallel_for brings back a
       // device chunk's writes.
-      if (starpu_data_fetch_on_node(pieces[k], STARPU_MAIN_RAM, 1) != 0)
-        throw Error("starpu_data_fetch_on_node failed");
+      if (const int rc = starpu_data_fetch_on_node(pieces[k], STARPU_MAIN_RAM, 1); rc != 0)
+        throw Error("starpu_data_fetch_on_node of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
     }
     for (std::size_t k = 0; k < chunks.size(); ++k) {
-      if (starpu_data_acquire(pieces[k], STARPU_R) != 0) throw Error("starpu_data_acquire failed");
+      if (const int rc = starpu_data_acquire(pieces[k], STARPU_R); rc != 0)
+        throw Error("starpu_data_acquire(R) of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
       starpu_data_release(pieces[k]);
     }
     failures.throw_if_any();
   };
   // Untimed: StarPU's first launches, and the dm* schedulers' models loaded.
+  clear();
   call();
   shared.device_iterations = 0;
   StarpuLoopResult r;
   for (int step = 0; step < run.steps; ++step) {
+    clear();
     const auto t0 = std::chrono::steady_clock::now();
     call();
     r.seconds.push_back(seconds_since(t0));
   }
-  r.output = acc;
+  r.output = acc;  // every piece was last acquired in host memory, where `acc` is their home
   r.cpu_tasks = shared.cpu_tasks;
   r.device_tasks = shared.device_tasks;
   r.device_iterations = shared.device_iterations;

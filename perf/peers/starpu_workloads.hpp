@@ -96,7 +96,8 @@ struct StarpuLoopResult {
 // body and bh_force of barnes_hut.cl over the chunk's sub-range (global offset = its first body),
 // built with the loop's options. Bodies and tree are read-only vectors, moved to the device once,
 // before the untimed call; the accelerations are one vector partitioned into the chunks, each
-// brought back to host memory by the end of its call, as hetflow's parallel_for does.
+// brought back to host memory by the end of its call, as hetflow's parallel_for does, and set to
+// NaN before each call (untimed), so that `output` is the last call's own work.
 StarpuLoopResult barnes_hut(Starpu& starpu, const workloads::BarnesHutLoop& loop, const StarpuLoop& run);
 
 }  // namespace hetflow::peers
