@@ -103,7 +103,8 @@ TEST_CASE(
   bh.before_step();
   const auto ref = bh.reference();
   // 2000 = 7 x 256 + 208: a shorter last chunk, whose launch is rounded up past its end.
-  const std::size_t chunk = 256, chunks = 8;
+  const std::size_t chunk = 256, chunks = (p.n + chunk - 1) / chunk;
+  REQUIRE(p.n % chunk != 0);
   const int steps = 2;
   const std::size_t tasks = chunks * (steps + 1);  // the untimed call too
   for (const char* scheduler : schedulers) {
@@ -112,6 +113,7 @@ TEST_CASE(
       CAPTURE(scheduler);
       CAPTURE(int(sides));
       const auto r = peers::barnes_hut(sp, bh, {chunk, steps, sides, kernels});
+      REQUIRE(r.output.size() == p.n);
       const auto check = bh.check(r.output.data(), ref);
       CAPTURE(check.str());
       CHECK(check.ok());
@@ -128,6 +130,12 @@ TEST_CASE(
     }
   }
   peers::Starpu sp(device(), "eager");
+  // A chunk past n is one task of n bodies.
+  const auto whole = peers::barnes_hut(sp, bh, {2 * p.n, 1, peers::LoopSides::device, kernels});
+  REQUIRE(whole.output.size() == p.n);
+  CHECK(bh.check(whole.output.data(), ref).ok());
+  CHECK(whole.device_tasks == 2);
+  CHECK(whole.device_iterations == p.n);
   CHECK_THROWS_AS(peers::barnes_hut(sp, bh, {chunk, 0, peers::LoopSides::both, kernels}), UsageError);
   wl::BarnesHutLoop no_tree(c, p);
   CHECK_THROWS_AS(peers::barnes_hut(sp, no_tree, {chunk, 1, peers::LoopSides::both, kernels}), UsageError);
