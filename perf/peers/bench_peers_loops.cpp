@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -35,6 +36,19 @@
 using namespace hetflow;
 
 namespace {
+
+// A whole decimal number of at most `max`, or a UsageError naming the argument.
+std::size_t number(const std::string& what, const std::string& text, std::size_t max) {
+  std::size_t value = 0, used = 0;
+  try {
+    if (!text.empty() && text[0] != '-') value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value > max)
+    throw UsageError(what + " must be a whole number up to " + std::to_string(max) + " (got '" + text + "')");
+  return value;
+}
 
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
@@ -78,11 +92,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const std::size_t n = std::stoull(args[1]);
-    const int steps = args.size() > 2 ? std::stoi(args[2]) : 9;
-    const std::size_t chunk =
-        args.size() > 3 && std::stoull(args[3]) > 0 ? std::stoull(args[3]) : std::max<std::size_t>(64, n / 64);
-    const int rounds = args.size() > 4 ? std::stoi(args[4]) : 3;
+    constexpr std::size_t int_max = std::numeric_limits<int>::max();
+    const std::size_t n = number("N", args[1], std::numeric_limits<std::size_t>::max());
+    const int steps = args.size() > 2 ? int(number("STEPS", args[2], int_max)) : 9;
+    const std::size_t asked_chunk = args.size() > 3 ? number("CHUNK", args[3], n) : 0;  // 0: the default
+    const std::size_t chunk = asked_chunk ? asked_chunk : std::max<std::size_t>(64, n / 64);
+    const int rounds = args.size() > 4 ? int(number("ROUNDS", args[4], int_max)) : 3;
     std::vector<std::string> schedulers = args.size() > 5 ? split(args[5]) : std::vector<std::string>{"dmda", "eager"};
     if (const char* env = std::getenv("STARPU_SCHED"); env && *env) schedulers = {env};
     if (n == 0 || steps <= 0 || rounds <= 0 || schedulers.empty())
@@ -120,7 +135,10 @@ int main(int argc, char** argv) {
       loops.push_back(std::make_unique<HeteroLoop>(c, std::move(b), LoopOptions{.scheduler = h.scheduler}));
       rows.push_back({label});
     }
-    for (const auto& s : schedulers) rows.push_back({"StarPU " + s});
+    for (const auto& s : schedulers) {
+      peers::Starpu check(c.device(), s);  // an unknown one is reported now, not after the first round
+      rows.push_back({"StarPU " + s});
+    }
 
     std::string starpu_description;
     for (int round = 0; round <= rounds; ++round) {
