@@ -4,8 +4,9 @@
 #   bash perf/run-gpu.sh [BUNDLE=bundle] [PART=all]    logs go to $OUT (or /tmp/hetflow-out), a table last
 # PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), sobel
 # (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), flow (the
-# flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers), or all;
-# several as a comma-separated list (tests,flow,loops).
+# flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers),
+# peerloops (the Barnes-Hut loop balanced by StarPU against parallel_for), or all; several as a
+# comma-separated list (tests,flow,loops).
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
 # of `tests` what checks PoCL rather than the engine (the guard's control runs and the plain
 # reproducer) and test_concurrent_launches (~2.5 min there), keeping the 200 banded runs.
@@ -136,6 +137,15 @@ if has loops; then
   run loops_spmv $B/bin/bench_loops spmv 22 9
   run loops_nbody $B/bin/bench_loops nbody 32768 6 512 --fast-math
   echo; echo "===== loop tables"; grep -h -A10 "calls each" "$L"/loops_*.log
+fi
+if has peerloops; then
+  if [ -x $B/bin/bench_peers_loops ]; then
+    export HETFLOW_DEVICE=nvidia STARPU_HOME=/tmp/hetflow-starpu-home
+    run peers_loops_barneshut $B/bin/bench_peers_loops barneshut 1000000 9 16384 2 --fast-math
+    echo; echo "===== StarPU loop table"; grep -h -A10 "calls per round" "$L"/peers_loops_*.log
+  else
+    log "peerloops: no $B/bin/bench_peers_loops (the bundle was built without StarPU, libstarpu-dev)"
+  fi
 fi
 echo; echo "===== summary"; grep -E "^== |rc=|test cases| ok, " "$L/summary.txt"
 tar czf "$OUT/logs.tgz" -C "$L" .

@@ -1,5 +1,6 @@
 // The workloads on StarPU (perf/peers/starpu_workloads.*), on the default device (PoCL in CI): each
-// equals its CPU reference and is bit-identical, output and checksum, to hetflow's version, under
+// equals its CPU reference and is bit-identical, output and checksum, to hetflow's version (the
+// Barnes-Hut loop: within its tolerance, from the CPU and the OpenCL implementation alike), under
 // a scheduler that takes tasks in order (eager) and one that models and prefetches (dmda).
 // Built only where StarPU is installed.
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "peers/starpu_workloads.hpp"
+#include "workloads/barnes_hut_loop.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
 #include "workloads/pipelines.hpp"
@@ -90,6 +92,53 @@ TEST_CASE("StarPU workloads: Jacobi equals the CPU reference and hetflow's versi
       CHECK(r.checksum != 0.0);
     }
   }
+}
+
+TEST_CASE(
+    "StarPU workloads: the Barnes-Hut loop in chunks equals the sequential walk from each implementation and both") {
+  Controller c;
+  wl::BarnesHutLoop::Params p;
+  p.n = 2000;
+  wl::BarnesHutLoop bh(c, p);
+  bh.before_step();
+  const auto ref = bh.reference();
+  // 2000 = 7 x 256 + 208: a shorter last chunk, whose launch is rounded up past its end.
+  const std::size_t chunk = 256, chunks = (p.n + chunk - 1) / chunk;
+  REQUIRE(p.n % chunk != 0);
+  const int steps = 2;
+  const std::size_t tasks = chunks * (steps + 1);  // the untimed call too
+  for (const char* scheduler : schedulers) {
+    peers::Starpu sp(device(), scheduler);
+    for (auto sides : {peers::LoopSides::cpu, peers::LoopSides::device, peers::LoopSides::both}) {
+      CAPTURE(scheduler);
+      CAPTURE(int(sides));
+      const auto r = peers::barnes_hut(sp, bh, {chunk, steps, sides, kernels});
+      REQUIRE(r.output.size() == p.n);
+      const auto check = bh.check(r.output.data(), ref);
+      CAPTURE(check.str());
+      CHECK(check.ok());
+      CHECK(r.seconds.size() == std::size_t(steps));
+      CHECK(r.cpu_tasks + r.device_tasks == tasks);
+      if (sides == peers::LoopSides::cpu) {
+        CHECK(r.device_tasks == 0);
+        CHECK(r.device_iterations == 0);
+      }
+      if (sides == peers::LoopSides::device) {
+        CHECK(r.cpu_tasks == 0);
+        CHECK(r.device_iterations == p.n * steps);
+      }
+    }
+  }
+  peers::Starpu sp(device(), "eager");
+  // A chunk past n is one task of n bodies.
+  const auto whole = peers::barnes_hut(sp, bh, {2 * p.n, 1, peers::LoopSides::device, kernels});
+  REQUIRE(whole.output.size() == p.n);
+  CHECK(bh.check(whole.output.data(), ref).ok());
+  CHECK(whole.device_tasks == 2);
+  CHECK(whole.device_iterations == p.n);
+  CHECK_THROWS_AS(peers::barnes_hut(sp, bh, {chunk, 0, peers::LoopSides::both, kernels}), UsageError);
+  wl::BarnesHutLoop no_tree(c, p);
+  CHECK_THROWS_AS(peers::barnes_hut(sp, no_tree, {chunk, 1, peers::LoopSides::both, kernels}), UsageError);
 }
 
 TEST_CASE("StarPU workloads: bad parameters, an unknown scheduler and a missing kernel file are reported") {

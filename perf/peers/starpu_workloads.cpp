@@ -4,16 +4,20 @@
 
 #include "peers/starpu_workloads.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "native/native_workloads.hpp"
+#include "workloads/barnes_hut_loop.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
 
@@ -186,14 +190,14 @@ class Running {
   Starpu& s_;
 };
 
-// sobel.cl or jacobi.cl built by StarPU for its device, and the kernels made from it; released
-// after the tasks using them (declared before the Registry, which waits for them).
+// A kernel file built by StarPU for its device, and the kernels made from it; released after the
+// tasks using them (declared before the Registry, which waits for them).
 class Program {
  public:
-  Program(const std::string& file, const std::string& kernels_dir) {
+  Program(const std::string& file, const std::string& kernels_dir, const std::string& options = native::kBuildOptions) {
     const std::string path = native::locate_kernel_file(file, kernels_dir);
-    if (starpu_opencl_load_opencl_from_file(path.c_str(), &program_, native::kBuildOptions) != 0)
-      throw Error("StarPU could not build " + path + " with '" + native::kBuildOptions +
+    if (starpu_opencl_load_opencl_from_file(path.c_str(), &program_, options.c_str()) != 0)
+      throw Error("StarPU could not build " + path + " with '" + options +
                   "' (unset STARPU_SILENT to see its build log)");
   }
   ~Program() {
@@ -241,13 +245,21 @@ class HostImages {
 class Registry {
  public:
   // home == nullptr: data that only lives where StarPU puts it (hetflow's device tiles).
-  starpu_data_handle_t vector(float* home, std::size_t count) {
+  starpu_data_handle_t vector(float* home, std::size_t count) { return vector_of(home, count, sizeof(float)); }
+  // Data the tasks only read may be registered from a const image: StarPU never writes to it.
+  template <class T>
+  starpu_data_handle_t read_only(const T* home, std::size_t count) {
+    return vector_of(const_cast<T*>(home), count, sizeof(T));
+  }
+  starpu_data_handle_t vector_of(void* home, std::size_t count, std::size_t elemsize) {
+    if (count > std::numeric_limits<uint32_t>::max())
+      throw UsageError("StarPU vectors hold at most 2^32 - 1 elements (asked for " + std::to_string(count) + ")");
     starpu_data_handle_t h = nullptr;
     if (home)
       starpu_vector_data_register(&h, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(home), static_cast<uint32_t>(count),
-                                  sizeof(float));
+                                  elemsize);
     else
-      starpu_vector_data_register(&h, -1, 0, static_cast<uint32_t>(count), sizeof(float));
+      starpu_vector_data_register(&h, -1, 0, static_cast<uint32_t>(count), elemsize);
     handles_.push_back(h);
     return h;
   }
@@ -522,6 +534,207 @@ wl::RunResult jacobi(Starpu& starpu, int n, int iterations, int copy_every, cons
   read_back(grid[std::size_t(cur)], r.output);  // the final D2H, when the last step was no snapshot
   r.seconds = seconds_since(t0);
   r.checksum = ordered_sum(sums);
+  return r;
+}
+
+// ---- Barnes-Hut loop ---------------------------------------------------------------------------
+
+namespace {
+
+// What every chunk task of one run shares; the counters say which implementation StarPU chose.
+struct BhShared {
+  float eps2 = 0;
+  cl_kernel kernel = nullptr;
+  Failures* failures = nullptr;
+  std::atomic<std::size_t> cpu_tasks{0}, device_tasks{0}, device_iterations{0};
+};
+
+struct BhChunk {
+  std::size_t begin = 0, end = 0;
+  BhShared* shared = nullptr;
+};
+
+std::string chunk_name(const BhChunk& c) {
+  return "bh_force [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")";
+}
+
+template <class T>
+const T* buffer_of(void* buffer) {
+  return reinterpret_cast<const T*>(STARPU_VECTOR_GET_PTR(buffer));
+}
+
+void bh_force_cpu(void* buffers[], void* arg) {
+  auto& c = *static_cast<BhChunk*>(arg);
+  wl::BarnesHutLoop::Arrays a;
+  a.pos_mass = buffer_of<wl::Vec4>(buffers[0]);
+  a.tree_mass = buffer_of<wl::Vec4>(buffers[1]);
+  a.tree_open2 = buffer_of<float>(buffers[2]);
+  a.tree_links = buffer_of<wl::Int2>(buffers[3]);
+  a.eps2 = c.shared->eps2;
+  wl::BarnesHutLoop::forces(a, c.begin, c.end, reinterpret_cast<wl::Vec4*>(STARPU_VECTOR_GET_PTR(buffers[4])));
+  c.shared->cpu_tasks.fetch_add(1, std::memory_order_relaxed);
+}
+
+// STARPU_OPENCL_ASYNC, as the other workloads' launches.
+void bh_force_opencl(void* buffers[], void* arg) {
+  auto& c = *static_cast<BhChunk*>(arg);
+  BhShared& s = *c.shared;
+  // The kernel indexes the accelerations by body, as hetflow's launch over the whole tile does: the
+  // chunk's piece must sit at its place in the whole vector's device buffer. It does when the whole
+  // vector was on the device when it was partitioned; a piece StarPU allocated alone would not.
+  for (unsigned b = 0; b < 4; ++b)
+    if (STARPU_VECTOR_GET_OFFSET(buffers[b]) != 0) {
+      s.failures->record(chunk_name(c) + ": an input with an offset (they are registered whole)");
+      return;
+    }
+  if (STARPU_VECTOR_GET_OFFSET(buffers[4]) != c.begin * sizeof(wl::Vec4)) {
+    s.failures->record(chunk_name(c) + ": its accelerations are not a window of the whole vector's device buffer");
+    return;
+  }
+  cl_int err = CL_SUCCESS;
+  for (cl_uint b = 0; b < 5 && err == CL_SUCCESS; ++b) {
+    cl_mem mem = reinterpret_cast<cl_mem>(STARPU_VECTOR_GET_DEV_HANDLE(buffers[b]));
+    err = clSetKernelArg(s.kernel, b, sizeof mem, &mem);
+  }
+  const int limit = static_cast<int>(c.end);
+  if (err == CL_SUCCESS) err = clSetKernelArg(s.kernel, 5, sizeof limit, &limit);
+  if (err == CL_SUCCESS) err = clSetKernelArg(s.kernel, 6, sizeof s.eps2, &s.eps2);
+  const std::size_t offset = c.begin, global = wl::round_up_to(c.end - c.begin, wl::kLoopLocal), local = wl::kLoopLocal;
+  cl_command_queue queue;
+  starpu_opencl_get_current_queue(&queue);
+  if (err == CL_SUCCESS)
+    err = clEnqueueNDRangeKernel(queue, s.kernel, 1, &offset, &global, &local, 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    s.failures->record(chunk_name(c) + ": " + starpu_opencl_error_string(err));
+    return;
+  }
+  s.device_tasks.fetch_add(1, std::memory_order_relaxed);
+  s.device_iterations.fetch_add(c.end - c.begin, std::memory_order_relaxed);
+}
+
+// A vector cut into consecutive pieces of the given sizes; gathered whole again (after its tasks)
+// before the Registry unregisters it, which StarPU refuses for a partitioned handle.
+class Pieces {
+ public:
+  Pieces(starpu_data_handle_t whole, std::vector<uint32_t> sizes) : whole_(whole), sizes_(std::move(sizes)) {
+    starpu_data_filter f;
+    std::memset(&f, 0, sizeof f);
+    f.filter_func = starpu_vector_filter_list;
+    f.nchildren = static_cast<unsigned>(sizes_.size());
+    f.filter_arg_ptr = sizes_.data();
+    starpu_data_partition(whole_, &f);
+  }
+  ~Pieces() {
+    starpu_task_wait_for_all();
+    starpu_data_unpartition(whole_, STARPU_MAIN_RAM);
+  }
+  Pieces(const Pieces&) = delete;
+  Pieces& operator=(const Pieces&) = delete;
+
+  starpu_data_handle_t operator[](std::size_t k) const {
+    return starpu_data_get_child(whole_, static_cast<unsigned>(k));
+  }
+
+ private:
+  starpu_data_handle_t whole_;
+  std::vector<uint32_t> sizes_;
+};
+
+}  // namespace
+
+StarpuLoopResult barnes_hut(Starpu& starpu, const wl::BarnesHutLoop& loop, const StarpuLoop& run) {
+  const wl::BarnesHutLoop::Arrays a = loop.arrays();
+  if (run.steps <= 0)
+    throw UsageError("StarPU barnes-hut: steps must be positive (got " + std::to_string(run.steps) + ")");
+  const std::size_t n = a.n;
+  const std::size_t chunk = std::min(n, run.chunk ? run.chunk : std::max<std::size_t>(64, n / 64));
+  Running running(starpu);
+  Failures failures;
+  Program program("barnes_hut.cl", run.kernels_dir,
+                  std::string(wl::BarnesHutLoop::build_options(loop.params().fast_math)) + " " + native::kBuildOptions);
+  BhShared shared;
+  shared.eps2 = a.eps2;
+  shared.kernel = program.kernel("bh_force", starpu.opencl_devid());
+  shared.failures = &failures;
+  starpu_codelet cl = codelet("bh_force", {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W});
+  cl.cpu_funcs[0] = bh_force_cpu;
+  cl.opencl_funcs[0] = bh_force_opencl;
+  cl.opencl_flags[0] = STARPU_OPENCL_ASYNC;
+  cl.where = run.sides == LoopSides::cpu      ? STARPU_CPU
+             : run.sides == LoopSides::device ? STARPU_OPENCL
+                                              : STARPU_CPU | STARPU_OPENCL;
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const wl::Vec4 unwritten{nan, nan, nan, nan};  // what no iteration writes, as BarnesHutLoop::clear_output()
+  // A std::vector, not starpu_malloc: that aligns to 8 bytes by default, a Vec4 needs 16.
+  std::vector<wl::Vec4> acc(n, unwritten);
+  std::vector<uint32_t> sizes;
+  std::vector<BhChunk> chunks;
+  for (std::size_t begin = 0; begin < n; begin += chunk) {
+    const std::size_t end = std::min(n, begin + chunk);
+    sizes.push_back(static_cast<uint32_t>(end - begin));
+    chunks.push_back({begin, end, &shared});
+  }
+  Registry registry;
+  const auto pos = registry.read_only(a.pos_mass, n);
+  const auto mass = registry.read_only(a.tree_mass, a.tree_capacity);
+  const auto open2 = registry.read_only(a.tree_open2, a.tree_capacity);
+  const auto links = registry.read_only(a.tree_links, a.tree_capacity);
+  const auto whole = registry.vector_of(acc.data(), n, sizeof(wl::Vec4));
+  // Bodies and tree go to the device once, untimed, as hetflow's loop finds them there after its
+  // first call; the accelerations too, so that their pieces are windows of its buffer (see
+  // bh_force_opencl).
+  const unsigned device_node = starpu_worker_get_memory_node(starpu_worker_get_by_type(STARPU_OPENCL_WORKER, 0));
+  for (auto h : {pos, mass, open2, links, whole})
+    if (const int rc = starpu_data_fetch_on_node(h, device_node, 0); rc != 0)
+      throw Error("StarPU could not move the Barnes-Hut data to its device (starpu_data_fetch_on_node: " +
+                  std::to_string(rc) + ")");
+  Pieces pieces(whole, sizes);
+
+  // Untimed, before every call: NaN in every piece, as the hetflow rows' clear_output(), so that
+  // what a call leaves is its own work. Writing them in host memory drops the device's copies,
+  // which the tasks, writing them whole, do not need.
+  auto clear = [&] {
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      if (const int rc = starpu_data_acquire(pieces[k], STARPU_W); rc != 0)
+        throw Error("starpu_data_acquire(W) of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
+      auto* p = reinterpret_cast<wl::Vec4*>(starpu_vector_get_local_ptr(pieces[k]));
+      std::fill(p, p + starpu_vector_get_nx(pieces[k]), unwritten);
+      starpu_data_release(pieces[k]);
+    }
+  };
+  auto call = [&] {
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      submitted(starpu_task_insert(&cl, STARPU_R, pos, STARPU_R, mass, STARPU_R, open2, STARPU_R, links, STARPU_W,
+                                   pieces[k], STARPU_CL_ARGS_NFREE, &chunks[k], sizeof(BhChunk), 0),
+                "bh_force");
+      // Home as soon as its task ends, while the others run, as parallel_for brings back a
+      // device chunk's writes.
+      if (const int rc = starpu_data_fetch_on_node(pieces[k], STARPU_MAIN_RAM, 1); rc != 0)
+        throw Error("starpu_data_fetch_on_node of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
+    }
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      if (const int rc = starpu_data_acquire(pieces[k], STARPU_R); rc != 0)
+        throw Error("starpu_data_acquire(R) of " + chunk_name(chunks[k]) + " failed: " + std::to_string(rc));
+      starpu_data_release(pieces[k]);
+    }
+    failures.throw_if_any();
+  };
+  // Untimed: StarPU's first launches, and the dm* schedulers' models loaded.
+  clear();
+  call();
+  shared.device_iterations = 0;
+  StarpuLoopResult r;
+  for (int step = 0; step < run.steps; ++step) {
+    clear();
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    r.seconds.push_back(seconds_since(t0));
+  }
+  r.output = acc;  // every piece was last acquired in host memory, where `acc` is their home
+  r.cpu_tasks = shared.cpu_tasks;
+  r.device_tasks = shared.device_tasks;
+  r.device_iterations = shared.device_iterations;
   return r;
 }
 

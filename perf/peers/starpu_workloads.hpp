@@ -4,15 +4,23 @@
 // frame slots and host work as hetflow's and the hand-written versions, so the outputs and
 // checksums are bit-identical to theirs; StarPU orders the tasks from their declared accesses
 // (implicit, sequentially consistent dependencies on registered data), as hetflow does.
+// And the Barnes-Hut loop of tools/workloads/barnes_hut_loop.* cut into chunks, which StarPU
+// balances between its CPU workers and the device itself, against hetflow::parallel_for (issue 17).
 //
 // This header does not include starpu.h: users need only link the library.
 #pragma once
 #include <hetflow/device.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "workloads/loop_common.hpp"
 #include "workloads/pipelines.hpp"
+
+namespace hetflow::workloads {
+class BarnesHutLoop;
+}
 
 namespace hetflow::peers {
 
@@ -63,5 +71,33 @@ workloads::RunResult sobel(Starpu& starpu, const StarpuSobel& run);
 // sums the current grid (StarPU fetching it), and the final grid is fetched at the end.
 workloads::RunResult jacobi(Starpu& starpu, int n, int iterations, int copy_every = 10,
                             const std::string& kernels_dir = "kernels_cl");
+
+// Which implementations of a loop's codelet StarPU may pick (its `where`).
+enum class LoopSides { both, cpu, device };
+
+struct StarpuLoop {
+  std::size_t chunk = 0;  // iterations per task; 0: max(64, n / 64), bench_loops' dynamic chunk
+  int steps = 1;          // timed loop calls, after one untimed
+  LoopSides sides = LoopSides::both;
+  std::string kernels_dir = "kernels_cl";
+};
+
+struct StarpuLoopResult {
+  // Per timed call: from its first submission to every chunk's result in host memory.
+  std::vector<double> seconds;
+  std::vector<workloads::Vec4> output;  // per body, after the last call
+  // Tasks each implementation ran, over every call (the untimed one included), and the iterations
+  // the device ran over the timed calls.
+  std::size_t cpu_tasks = 0, device_tasks = 0, device_iterations = 0;
+};
+
+// The force loop of `loop` (after its before_step(): its host images are the tree and the bodies,
+// read in place) as one task per chunk of one codelet with both implementations: the loop's own CPU
+// body and bh_force of barnes_hut.cl over the chunk's sub-range (global offset = its first body),
+// built with the loop's options. Bodies and tree are read-only vectors, moved to the device once,
+// before the untimed call; the accelerations are one vector partitioned into the chunks, each
+// brought back to host memory by the end of its call, as hetflow's parallel_for does, and set to
+// NaN before each call (untimed), so that `output` is the last call's own work.
+StarpuLoopResult barnes_hut(Starpu& starpu, const workloads::BarnesHutLoop& loop, const StarpuLoop& run);
 
 }  // namespace hetflow::peers

@@ -114,9 +114,7 @@ BarnesHutLoop::BarnesHutLoop(Controller& c, const Params& p)
       eps2_(p.eps * p.eps),
       pos_mass_(c.tile<Vec4>(p.n, "bh_pos_mass")),
       acc_(c.tile<Vec4>(p.n, "bh_acc")),
-      kernel_(c.kernel(
-          "barnes_hut.cl", "bh_force",
-          p.fast_math ? "-cl-fast-relaxed-math -DHETFLOW_FAST_MATH" : "-cl-fp32-correctly-rounded-divide-sqrt")) {
+      kernel_(c.kernel("barnes_hut.cl", "bh_force", build_options(p.fast_math))) {
   plummer(p_.n, p_.seed, pos_mass_.data(), vel_);
   const ThreadedTree first = build_threaded_tree(pos_mass_.data(), p_.n, p_.theta);
   // Bodies renumbered in tree order: inserting them so makes every build after this one run
@@ -163,11 +161,21 @@ void BarnesHutLoop::after_step() {
 void BarnesHutLoop::cpu(std::size_t begin, std::size_t end) {
   check_chunk("barnes-hut", begin, end, size());
   if (nodes_ == 0) throw UsageError("barnes-hut: cpu() before the first before_step() (no tree yet)");
-  const Vec4 *pos = pos_mass_.data(), *mass = tree_mass_.data();
-  const float* open2 = tree_open2_.data();
-  const Int2* links = tree_links_.data();
-  Vec4* acc = acc_.data();
-  for (std::size_t i = begin; i < end; ++i) acc[i] = walk(pos, mass, open2, links, i, eps2_);
+  forces(arrays(), begin, end, acc_.data() + begin);
+}
+
+BarnesHutLoop::Arrays BarnesHutLoop::arrays() const {
+  if (nodes_ == 0) throw UsageError("barnes-hut: arrays() before the first before_step() (no tree yet)");
+  return {pos_mass_.data(), tree_mass_.data(), tree_open2_.data(), tree_links_.data(), p_.n, tree_capacity(), eps2_};
+}
+
+void BarnesHutLoop::forces(const Arrays& a, std::size_t begin, std::size_t end, Vec4* acc) {
+  for (std::size_t i = begin; i < end; ++i)
+    acc[i - begin] = walk(a.pos_mass, a.tree_mass, a.tree_open2, a.tree_links, i, a.eps2);
+}
+
+const char* BarnesHutLoop::build_options(bool fast_math) {
+  return fast_math ? "-cl-fast-relaxed-math -DHETFLOW_FAST_MATH" : "-cl-fp32-correctly-rounded-divide-sqrt";
 }
 
 void BarnesHutLoop::device(Controller& c, std::size_t begin, std::size_t end) {
@@ -216,10 +224,11 @@ std::vector<float> BarnesHutLoop::direct_sum() const {
   return ref;
 }
 
-LoopCheck BarnesHutLoop::check(const std::vector<float>& ref) const {
+LoopCheck BarnesHutLoop::check(const std::vector<float>& ref) const { return check(acc_.data(), ref); }
+
+LoopCheck BarnesHutLoop::check(const Vec4* acc, const std::vector<float>& ref) const {
   if (ref.size() != 4 * p_.n) throw UsageError("barnes-hut: the reference has the wrong size");
-  return compare_floats(&acc_.data()->x, ref.data(), ref.size(), p_.fast_math ? kTreeTolerance : kExactTolerance,
-                        rms(ref));
+  return compare_floats(&acc->x, ref.data(), ref.size(), p_.fast_math ? kTreeTolerance : kExactTolerance, rms(ref));
 }
 
 }  // namespace hetflow::workloads

@@ -70,6 +70,23 @@ class BarnesHutLoop {
   // Within kExactTolerance (exact build) or kTreeTolerance (fast math); `differing` says how exact.
   LoopCheck check(const std::vector<float>& ref) const;
 
+  // For other runtimes running the same loop on this state (perf/peers/): what a chunk reads, the
+  // CPU body, the kernel's build options (bh_force of barnes_hut.cl), and the check of their output.
+  struct Arrays {
+    const Vec4* pos_mass = nullptr;   // n bodies
+    const Vec4* tree_mass = nullptr;  // tree_capacity nodes each
+    const float* tree_open2 = nullptr;
+    const Int2* tree_links = nullptr;
+    std::size_t n = 0, tree_capacity = 0;
+    float eps2 = 0;
+  };
+  Arrays arrays() const;  // the host images; needs before_step()
+  const Params& params() const { return p_; }
+  // Bodies [begin, end) of `a` into acc[0, end - begin): what cpu() runs.
+  static void forces(const Arrays& a, std::size_t begin, std::size_t end, Vec4* acc);
+  static const char* build_options(bool fast_math);
+  LoopCheck check(const Vec4* acc, const std::vector<float>& ref) const;  // acc: n bodies
+
  private:
   Params p_;
   float eps2_;
