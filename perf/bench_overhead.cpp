@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 #include "bench_timing.hpp"
+#include "native/raw_requests.hpp"
 
 using namespace hetflow;
 
@@ -33,82 +34,6 @@ namespace {
 
 using bench::median;
 using bench::seconds_of;
-
-void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) throw OpenCLError(err, what);
-}
-
-// The hand-written baseline: one in-order queue per role, each command chained to the previous one
-// by its event, as asynchronous OpenCL code with dependencies is written.
-struct Native {
-  Native(const DeviceInfo& d, bool profiling) : context(d.device) {
-    for (auto* q : {&kernel_q, &h2d_q, &d2h_q})
-      *q = cl::CommandQueue(context, d.device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0);
-    program = cl::Program(context, "__kernel void empty_kernel(__global float* x) { (void)x; }");
-    program.build("-cl-kernel-arg-info");
-    kernel = cl::Kernel(program, "empty_kernel");
-    buffer = cl::Buffer(context, CL_MEM_READ_WRITE, 4);
-    pinned = cl::Buffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, 4);
-    host = static_cast<float*>(h2d_q.enqueueMapBuffer(pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, 4));
-  }
-  void kernels(int n) {
-    cl_mem mem = buffer();
-    check(clSetKernelArg(kernel(), 0, sizeof mem, &mem), "clSetKernelArg");
-    cl_event prev = nullptr;
-    const std::size_t global = 1;
-    for (int i = 0; i < n; ++i) {
-      cl_event ev;
-      check(clEnqueueNDRangeKernel(kernel_q(), kernel(), 1, nullptr, &global, nullptr, prev ? 1 : 0,
-                                   prev ? &prev : nullptr, &ev),
-            "clEnqueueNDRangeKernel");
-      if (prev) clReleaseEvent(prev);
-      prev = ev;
-    }
-    clFlush(kernel_q());
-    clWaitForEvents(1, &prev);
-    clReleaseEvent(prev);
-  }
-  void transfers(int n) {
-    cl_event prev = nullptr;
-    for (int i = 0; i < n; ++i) {
-      cl_event ev;
-      const bool up = i % 2 == 0;
-      check(
-          up ? clEnqueueWriteBuffer(h2d_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev)
-             : clEnqueueReadBuffer(d2h_q(), buffer(), CL_FALSE, 0, 4, host, prev ? 1 : 0, prev ? &prev : nullptr, &ev),
-          "clEnqueue{Write,Read}Buffer");
-      clFlush(up ? h2d_q() : d2h_q());  // another queue waits on it
-      if (prev) clReleaseEvent(prev);
-      prev = ev;
-    }
-    clWaitForEvents(1, &prev);
-    clReleaseEvent(prev);
-  }
-  void round_trips(int n) {
-    cl_mem mem = buffer();
-    check(clSetKernelArg(kernel(), 0, sizeof mem, &mem), "clSetKernelArg");
-    const std::size_t global = 1;
-    for (int i = 0; i < n; ++i) {
-      cl_event ev;
-      check(clEnqueueNDRangeKernel(kernel_q(), kernel(), 1, nullptr, &global, nullptr, 0, nullptr, &ev),
-            "clEnqueueNDRangeKernel");
-      check(clWaitForEvents(1, &ev), "clWaitForEvents");
-      clReleaseEvent(ev);
-    }
-  }
-  void blocking_transfers(int n) {
-    for (int i = 0; i < n; ++i)
-      check(i % 2 == 0 ? clEnqueueWriteBuffer(h2d_q(), buffer(), CL_TRUE, 0, 4, host, 0, nullptr, nullptr)
-                       : clEnqueueReadBuffer(h2d_q(), buffer(), CL_TRUE, 0, 4, host, 0, nullptr, nullptr),
-            "blocking clEnqueue{Write,Read}Buffer");
-  }
-  cl::Context context;
-  cl::CommandQueue kernel_q, h2d_q, d2h_q;
-  cl::Program program;
-  cl::Kernel kernel;
-  cl::Buffer buffer, pinned;
-  float* host = nullptr;
-};
 
 struct Hetflow {
   explicit Hetflow(bool record, Policy policy = Policy::async) : Hetflow(options(record, policy)) {}
@@ -189,7 +114,7 @@ int main(int argc, char** argv) {
   const auto device = select_device();
   std::printf("perf/overhead on %s (%s), %d requests per run, median of %d runs\n", device.device.name.c_str(),
               device.device.platform_name.c_str(), n, runs);
-  Native native(device.device, false), profiled(device.device, true);
+  native::RawRequests native(device.device, false), profiled(device.device, true);
   // Per row: native, hetflow, native with profiling, hetflow recording.
   std::vector<double> kern[4], xfer[4], sync[2], trip[2], kern_workers, xfer_workers;
   const int blocking_n = std::max(1, n / 10);  // blocking requests are slower; fewer keep runs short

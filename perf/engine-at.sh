@@ -18,7 +18,7 @@ cmake -S "$wt" -B "$wt/build" -DCMAKE_BUILD_TYPE=Release -DHETFLOW_BUILD_TESTS=O
 cmake --build "$wt/build" -j "$(nproc)" --target hetflow >/dev/null
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
-g++ -O2 -std=c++20 -I"$wt/include" -I"$root/perf" "$root/perf/bench_overhead.cpp" -L"$wt/build" -lhetflow -lOpenCL -ltbb \
+g++ -O2 -std=c++20 -I"$wt/include" -I"$root/perf" "$root/perf/bench_overhead.cpp" "$root/perf/native/raw_requests.cpp" -L"$wt/build" -lhetflow -lOpenCL -ltbb \
   -o "$dir/bin/bench_overhead"
 cp -L "$wt"/build/libhetflow.so.0 "$dir/lib/"
 cp -r "$wt/kernels_cl" "$dir/kernels_cl"

@@ -6,7 +6,9 @@
 //   empty CPU task        StarPU: a CPU codelet;  hetflow: host_task(io(x))
 //   CPU <-> device        StarPU: a CPU task then an OpenCL task on the datum, StarPU moving its
 //                         4 bytes each way; hetflow: host_task, move_to, launch, move_from
-// Per-task (per-pair for the last row) microseconds, median of the runs.
+// Per-task (per-pair for the last row) microseconds, median of the runs. The kernel chain also runs
+// as raw OpenCL (perf/native/raw_requests.hpp: in-order queue, each kernel waiting on the one
+// before by its event, no profiling): the driver's own floor, which neither runtime can go below.
 //   bench_peers_overhead [tasks per run = 5000] [runs = 5]
 // HETFLOW_DEVICE picks hetflow's device; StarPU is started on OpenCL CPU devices too when the
 // device hetflow picked is a CPU (STARPU_OPENCL_ON_CPUS=1), with no CUDA workers.
@@ -22,6 +24,7 @@
 #include <stdexcept>
 #include <vector>
 #include "../bench_timing.hpp"
+#include "native/raw_requests.hpp"
 
 using namespace hetflow;
 
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
     Hetflow hf;
     const bool cpu_device = (hf.c.device().type & CL_DEVICE_TYPE_CPU) != 0;
     StarPU sp(cpu_device);
+    native::RawRequests raw(hf.c.device(), false);
     char starpu_device[256] = "?";
     starpu_worker_get_name(starpu_worker_get_by_type(STARPU_OPENCL_WORKER, 0), starpu_device, sizeof starpu_device);
     std::printf(
@@ -159,7 +163,7 @@ int main(int argc, char** argv) {
         "run, median of %d runs\n",
         hf.c.device().name.c_str(), STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION,
         starpu_cpu_worker_get_count(), starpu_device, n, runs);
-    std::vector<double> t[6];
+    std::vector<double> t[6], raw_kernels;
     const int pairs = std::max(1, n / 4);
     for (int r = 0; r < runs + 1; ++r) {  // the first run warms up (builds, first transfers)
       const double times[] = {
@@ -167,10 +171,12 @@ int main(int argc, char** argv) {
           seconds_of([&] { sp.host_tasks(n); }),      seconds_of([&] { hf.host_tasks(n); }),
           seconds_of([&] { sp.round_trips(pairs); }), seconds_of([&] { hf.round_trips(pairs); }),
       };
+      const double raw_time = seconds_of([&] { raw.kernels(n); });
       if (r == 0) continue;
+      raw_kernels.push_back(raw_time);
       for (int i = 0; i < 6; ++i) t[i].push_back(times[i]);
     }
-    std::printf("\n%-36s %12s %12s %8s\n", "task", "StarPU us", "hetflow us", "ratio");
+    std::printf("\n%-36s %12s %12s %8s %14s\n", "task", "StarPU us", "hetflow us", "ratio", "raw OpenCL us");
     const struct {
       const char* name;
       int count;
@@ -179,9 +185,14 @@ int main(int argc, char** argv) {
                 {"CPU task <-> kernel, 4 bytes (pair)", pairs}};
     for (int i = 0; i < 3; ++i) {
       const double s = median(t[2 * i]) / rows[i].count * 1e6, h = median(t[2 * i + 1]) / rows[i].count * 1e6;
-      std::printf("%-36s %12.2f %12.2f %8.2f\n", rows[i].name, s, h, s / h);
+      if (i == 0)
+        std::printf("%-36s %12.2f %12.2f %8.2f %14.2f\n", rows[i].name, s, h, s / h, median(raw_kernels) / n * 1e6);
+      else
+        std::printf("%-36s %12.2f %12.2f %8.2f %14s\n", rows[i].name, s, h, s / h, "-");
     }
-    std::printf("(ratio = StarPU / hetflow: above 1, hetflow is faster)\n");
+    std::printf(
+        "(ratio = StarPU / hetflow: above 1, hetflow is faster; raw OpenCL: the same chain of kernels\n"
+        " enqueued by hand, what the driver itself costs)\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_peers_overhead: %s\n", e.what());
     return 1;
