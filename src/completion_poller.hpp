@@ -6,8 +6,7 @@
 // tasks check on their way; a pipeline of hooks may have neither, so this thread does, sleeping in
 // between (100 us, doubling to 1 ms while nothing ends) and not at all while no hook waits. A
 // shorter longest interval does not speed up the flow-graph Sobel on the H200 (250 us and 100 us
-// against 1 ms, perf/RESULTS.md 2026-11-25): its nodes' hooks are mostly settled by waits and host
-// tasks on their way, so 1 ms stays and spares the CPU.
+// against 1 ms, perf/RESULTS.md 2026-11-25), so 1 ms stays and spares the CPU.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
