@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -281,78 +282,112 @@ LanePositions lane_positions(const std::vector<RequestRecord>& records) {
   return p;
 }
 
-}  // namespace
-
-std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options) {
+// The title counts every hazard edge, and how many of them the picture leaves out.
+struct ShownEdges {
   std::set<std::pair<std::uint64_t, std::uint64_t>> hidden;
+  std::size_t all = 0, shown = 0;
+  bool shows(const EdgeRecord& e) const { return !hidden.count({e.from, e.to}); }
+};
+
+ShownEdges shown_edges(const std::vector<RequestRecord>& records, const DotOptions& options) {
+  ShownEdges edges;
   if (options.hide_redundant) {
     const auto r = redundant_edges(records);
-    hidden.insert(r.begin(), r.end());
+    edges.hidden.insert(r.begin(), r.end());
   }
-  std::size_t edge_count = 0, shown_edges = 0;
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
-      ++edge_count;
-      shown_edges += !hidden.count({e.from, e.to});
+      ++edges.all;
+      edges.shown += edges.shows(e);
     }
-  const bool edge_labels = shown_edges <= options.max_edge_labels;
-  const bool lanes = options.layout == DotOptions::Layout::lanes;
+  return edges;
+}
 
-  std::ostringstream dot;
+std::string dot_title(const std::vector<RequestRecord>& records, const GraphInfo& info, const ShownEdges& edges,
+                      bool edge_labels) {
   std::string title = "hetflow task graph";
   if (!info.device.empty()) title += " — " + info.device;
   if (!info.policy.empty()) title += " (" + info.policy + ")";
-  title += "\\n" + std::to_string(records.size()) + " requests, " + std::to_string(edge_count) + " hazard edges";
-  if (shown_edges < edge_count)
-    title += " (" + std::to_string(edge_count - shown_edges) + " implied by others hidden: --all-edges shows them)";
+  title += "\\n" + std::to_string(records.size()) + " requests, " + std::to_string(edges.all) + " hazard edges";
+  if (edges.shown < edges.all)
+    title += " (" + std::to_string(edges.all - edges.shown) + " implied by others hidden: --all-edges shows them)";
   if (!edge_labels) title += "; edge labels in the SVG's tooltips";
+  return title;
+}
+
+void write_dot_header(std::ostream& dot, const std::string& title, bool lanes) {
   dot << "digraph hetflow {\n"
       << "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=\"" << title << "\""
       << (lanes ? ", layout=nop, splines=false, outputorder=edgesfirst" : "") << "];\n"
       << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10"
       << (lanes ? ", width=1.8, height=0.6, fixedsize=true" : "") << "];\n"
       << "  edge [fontname=\"Helvetica\", fontsize=8];\n";
-  LanePositions positions;
-  if (lanes) {
-    positions = lane_positions(records);
-    for (const auto& [lane, y] : positions.lane_rows)
-      dot << "  \"lane " << dot_escape(lane) << "\" [shape=plaintext, style=\"\", fontsize=12, label=\""
-          << dot_escape(lane) << "\", pos=\"0," << y << "!\"];\n";
-  }
+}
 
+void write_lane_names(std::ostream& dot, const LanePositions& positions) {
+  for (const auto& [lane, y] : positions.lane_rows)
+    dot << "  \"lane " << dot_escape(lane) << "\" [shape=plaintext, style=\"\", fontsize=12, label=\""
+        << dot_escape(lane) << "\", pos=\"0," << y << "!\"];\n";
+}
+
+std::string request_label(const RequestRecord& r) {
+  std::string label = "#" + std::to_string(r.id) + " " + r.name + "\n" + r.lane;
+  if (r.start_ns >= 0 && r.end_ns >= r.start_ns) label += " · " + duration_text(r.end_ns - r.start_ns);
+  if (r.status != "done") label += "\n" + r.status;
+  if (!r.error.empty()) label += ": " + shorten(r.error, 60);
+  return label;
+}
+
+// A request's style attribute, and the attributes after it: how its status and kind show.
+struct RequestLook {
+  std::string style = "rounded,filled";
+  std::string extra;
+};
+
+RequestLook request_look(const RequestRecord& r) {
+  RequestLook look;
+  if (r.status == "failed") look.extra = ", color=\"#e03131\", penwidth=3";
+  if (r.status == "cancelled") {
+    look.style += ",dashed";
+    look.extra = ", color=\"#868e96\", fontcolor=\"#868e96\"";
+  }
+  if (r.status == "pending") look.style += ",dotted";
+  if (r.kind == "wait") look.extra += ", shape=ellipse, fontsize=8";
+  return look;
+}
+
+std::string request_tooltip(const RequestRecord& r, const FlowNodeRecord* made_by) {
+  std::string tooltip = r.kind + " #" + std::to_string(r.id) + " on " + r.lane + "\nsubmit " +
+                        std::to_string(r.submit_ns) + " ns, start " + std::to_string(r.start_ns) + " ns, end " +
+                        std::to_string(r.end_ns) + " ns";
+  if (made_by) tooltip += "\nmade by " + made_by->kind + " '" + made_by->name + "'";
+  if (!r.error.empty()) tooltip += "\n" + r.error;
+  return tooltip;
+}
+
+void write_request(std::ostream& out, const RequestRecord& r, const FlowNodeRecord* made_by,
+                   std::optional<std::pair<double, double>> position) {
+  const RequestLook look = request_look(r);
+  out << "  n" << r.id << " [label=\"" << dot_escape(request_label(r)) << "\", fillcolor=\"" << fill_colour(r.kind)
+      << "\", style=\"" << look.style << "\"" << look.extra << ", tooltip=\"" << dot_escape(request_tooltip(r, made_by))
+      << "\"";
+  if (position) out << ", pos=\"" << position->first << "," << position->second << "!\"";
+  out << "];\n";
+}
+
+// `lanes` is null where Graphviz lays the requests out itself.
+void write_requests(std::ostream& dot, const std::vector<RequestRecord>& records, const GraphInfo& info,
+                    LanePositions* lanes) {
   std::map<std::uint32_t, const FlowNodeRecord*> flow_node_of;
   for (const auto& n : info.flow_nodes) flow_node_of[n.id] = &n;
   // Graphviz's own layout draws the requests of each of the program's flow nodes in a box of their own.
   std::map<std::uint32_t, std::ostringstream> clustered;
   for (const auto& r : records) {
     const auto made_by = flow_node_of.find(r.flow_node);
-    std::ostringstream& out = !lanes && made_by != flow_node_of.end() ? clustered[r.flow_node] : dot;
-    std::string label = "#" + std::to_string(r.id) + " " + r.name + "\n" + r.lane;
-    if (r.start_ns >= 0 && r.end_ns >= r.start_ns) label += " · " + duration_text(r.end_ns - r.start_ns);
-    if (r.status != "done") label += "\n" + r.status;
-    if (!r.error.empty()) label += ": " + shorten(r.error, 60);
-    std::string style = "rounded,filled";
-    std::string extra;
-    if (r.status == "failed") extra = ", color=\"#e03131\", penwidth=3";
-    if (r.status == "cancelled") {
-      style += ",dashed";
-      extra = ", color=\"#868e96\", fontcolor=\"#868e96\"";
-    }
-    if (r.status == "pending") style += ",dotted";
-    if (r.kind == "wait") extra += ", shape=ellipse, fontsize=8";
-    std::string tooltip = r.kind + " #" + std::to_string(r.id) + " on " + r.lane + "\nsubmit " +
-                          std::to_string(r.submit_ns) + " ns, start " + std::to_string(r.start_ns) + " ns, end " +
-                          std::to_string(r.end_ns) + " ns";
-    if (made_by != flow_node_of.end())
-      tooltip += "\nmade by " + made_by->second->kind + " '" + made_by->second->name + "'";
-    if (!r.error.empty()) tooltip += "\n" + r.error;
-    out << "  n" << r.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << fill_colour(r.kind)
-        << "\", style=\"" << style << "\"" << extra << ", tooltip=\"" << dot_escape(tooltip) << "\"";
-    if (lanes) {
-      const auto [x, y] = positions.at[r.id];
-      out << ", pos=\"" << x << "," << y << "!\"";
-    }
-    out << "];\n";
+    const bool in_cluster = !lanes && made_by != flow_node_of.end();
+    write_request(in_cluster ? clustered[r.flow_node] : dot, r,
+                  made_by != flow_node_of.end() ? made_by->second : nullptr,
+                  lanes ? std::optional(lanes->at[r.id]) : std::nullopt);
   }
   for (const auto& [id, body] : clustered) {
     const FlowNodeRecord& n = *flow_node_of.at(id);
@@ -360,9 +395,13 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
         << "\"; style=dashed; color=\"#495057\";\n"
         << body.str() << "  }\n";
   }
+}
+
+void write_hazard_edges(std::ostream& dot, const std::vector<RequestRecord>& records, const ShownEdges& edges,
+                        bool edge_labels) {
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
-      if (hidden.count({e.from, e.to})) continue;
+      if (!edges.shows(e)) continue;
       const std::string label =
           e.hazard + " " + e.tile + " " + e.region.str(e.dims) + " " + e.from_slot + "→" + e.to_slot;
       // Host-image hazards in violet, device-image ones in black: the label alone does not say.
@@ -373,6 +412,24 @@ std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& i
       dot << "color=\"" << colour << "\", fontcolor=\"" << colour << "\", tooltip=\""
           << dot_escape(edge_labels ? what : label + "\n" + what) << "\"];\n";
     }
+}
+
+}  // namespace
+
+std::string to_dot(const std::vector<RequestRecord>& records, const GraphInfo& info, const DotOptions& options) {
+  const ShownEdges edges = shown_edges(records, options);
+  const bool edge_labels = edges.shown <= options.max_edge_labels;
+  const bool lanes = options.layout == DotOptions::Layout::lanes;
+
+  std::ostringstream dot;
+  write_dot_header(dot, dot_title(records, info, edges, edge_labels), lanes);
+  std::optional<LanePositions> positions;
+  if (lanes) {
+    positions = lane_positions(records);
+    write_lane_names(dot, *positions);
+  }
+  write_requests(dot, records, info, positions ? &*positions : nullptr);
+  write_hazard_edges(dot, records, edges, edge_labels);
   dot << "}\n";
   return dot.str();
 }

@@ -60,39 +60,54 @@ std::optional<TimeInterval> track_interval(const RequestRecord& r) {
   return TimeInterval{start, r.end_ns};
 }
 
-}  // namespace
+// Where a record was drawn: its track and the interval it covers there.
+struct Placement {
+  int tid = 0;
+  TimeInterval interval;
+};
 
-std::string to_trace_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
+// The requests' slices in time order, and where each request landed: the hazard arrows attach there.
+struct Slices {
+  ojson events = ojson::array();
+  std::map<int, std::string> tracks;                    // tid → lane
+  std::unordered_map<std::uint64_t, Placement> placed;  // request id → where
+};
+
+ojson slice_args(const RequestRecord& r, const std::map<std::uint32_t, std::string>& flow_node_names) {
+  ojson args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
+  if (!r.error.empty()) args["error"] = r.error;
+  if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
+  if (r.enqueue_ns >= 0) args["enqueue_ns"] = r.enqueue_ns;
+  if (auto n = flow_node_names.find(r.flow_node); n != flow_node_names.end()) args["flow_node"] = n->second;
+  return args;
+}
+
+Slices request_slices(const std::vector<RequestRecord>& records, const GraphInfo& info) {
   std::map<std::string, int> other_lanes;
-  std::map<int, std::string> tracks;
-  std::unordered_map<std::uint64_t, std::pair<int, TimeInterval>> placed;  // id → (tid, interval)
   std::map<std::uint32_t, std::string> flow_node_names;
   for (const auto& n : info.flow_nodes) flow_node_names[n.id] = n.kind + " '" + n.name + "'";
-  ojson slices = ojson::array();
+  Slices s;
   for (const auto& r : records) {
     const auto iv = track_interval(r);
     if (!iv) continue;
     const int tid = lane_tid(r.lane, other_lanes);
-    tracks.emplace(tid, r.lane);
-    placed.emplace(r.id, std::make_pair(tid, *iv));
-    ojson args{{"id", r.id}, {"kind", r.kind}, {"status", r.status}, {"lane", r.lane}};
-    if (!r.error.empty()) args["error"] = r.error;
-    if (r.submit_ns >= 0) args["submit_ns"] = r.submit_ns;
-    if (r.enqueue_ns >= 0) args["enqueue_ns"] = r.enqueue_ns;
-    if (auto n = flow_node_names.find(r.flow_node); n != flow_node_names.end()) args["flow_node"] = n->second;
-    slices.push_back(ojson{{"ph", "X"},
-                           {"name", r.name},
-                           {"cat", r.kind},
-                           {"pid", trace_pid},
-                           {"tid", tid},
-                           {"ts", to_us(iv->start_ns)},
-                           {"dur", to_us(iv->length())},
-                           {"args", std::move(args)}});
+    s.tracks.emplace(tid, r.lane);
+    s.placed.emplace(r.id, Placement{tid, *iv});
+    s.events.push_back(ojson{{"ph", "X"},
+                             {"name", r.name},
+                             {"cat", r.kind},
+                             {"pid", trace_pid},
+                             {"tid", tid},
+                             {"ts", to_us(iv->start_ns)},
+                             {"dur", to_us(iv->length())},
+                             {"args", slice_args(r, flow_node_names)}});
   }
-  std::stable_sort(slices.begin(), slices.end(),
+  std::stable_sort(s.events.begin(), s.events.end(),
                    [](const ojson& a, const ojson& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
+  return s;
+}
 
-  ojson events = ojson::array();
+void append_track_names(ojson& events, const GraphInfo& info, const std::map<int, std::string>& tracks) {
   std::string process = "hetflow";
   if (!info.device.empty()) process += " — " + info.device;
   if (!info.policy.empty()) process += " (" + info.policy + ")";
@@ -104,10 +119,12 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
     events.push_back(ojson{
         {"ph", "M"}, {"name", "thread_sort_index"}, {"pid", trace_pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
   }
-  for (auto& s : slices) events.push_back(std::move(s));
+}
 
-  // One arrow per hazard edge. Each end sits in the middle of its slice, where binding to the
-  // enclosing slice cannot pick a neighbour that starts or ends at the same instant.
+// One arrow per hazard edge. Each end sits in the middle of its slice, where binding to the
+// enclosing slice cannot pick a neighbour that starts or ends at the same instant.
+void append_hazard_arrows(ojson& events, const std::vector<RequestRecord>& records,
+                          const std::unordered_map<std::uint64_t, Placement>& placed) {
   std::uint64_t flow_id = 0;
   for (const auto& r : records)
     for (const auto& e : r.in_edges) {
@@ -123,8 +140,8 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
                              {"name", name},
                              {"cat", "hazard"},
                              {"pid", trace_pid},
-                             {"tid", from->second.first},
-                             {"ts", mid(from->second.second)},
+                             {"tid", from->second.tid},
+                             {"ts", mid(from->second.interval)},
                              {"args", args}});
       events.push_back(ojson{{"ph", "f"},
                              {"bp", "e"},
@@ -132,10 +149,20 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
                              {"name", name},
                              {"cat", "hazard"},
                              {"pid", trace_pid},
-                             {"tid", to->second.first},
-                             {"ts", mid(to->second.second)},
+                             {"tid", to->second.tid},
+                             {"ts", mid(to->second.interval)},
                              {"args", args}});
     }
+}
+
+}  // namespace
+
+std::string to_trace_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
+  Slices slices = request_slices(records, info);
+  ojson events = ojson::array();
+  append_track_names(events, info, slices.tracks);
+  for (auto& s : slices.events) events.push_back(std::move(s));
+  append_hazard_arrows(events, records, slices.placed);
 
   // Key order matters: Perfetto's JSON reader wants displayTimeUnit first and stops reading at
   // the first top-level key it does not know, so the embedded dump goes last. One event a line.

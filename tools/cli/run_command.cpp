@@ -123,55 +123,78 @@ void verify(const RunOptions& o, int width, int height, int steps, const workloa
   if (!(err <= tolerance)) throw Error(o.workload + ": the result differs from the CPU reference");
 }
 
-void run(const RunOptions& o) {
-  if (is_loop(o.workload)) return run_loop_workload(o);
-  std::vector<Policy> policies;
+bool is_sobel(const RunOptions& o) { return o.workload == "sobel"; }
+
+std::vector<Policy> policies_to_run(const RunOptions& o) {
   std::string policy = o.policy;
   if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
-  if (policy.empty() || policy == "both")
-    policies = {Policy::sync, Policy::async};
-  else
-    policies = {parse_policy(policy)};
+  if (policy.empty() || policy == "both") return {Policy::sync, Policy::async};
+  return {parse_policy(policy)};
+}
 
-  const bool is_sobel = o.workload == "sobel";
+// Frames of width × height (sobel) or an n × n grid or matrix; steps are frames, iterations or products.
+struct ProblemSize {
+  int width, height, steps;
+};
+
+ProblemSize problem_size(const RunOptions& o) {
   // Sobel's default (1080p x 100) runs ~1-2 s per policy on a 2-core CPU device: long enough for
   // the gain to mean something, short enough for the demo to stay well under 20 s there.
-  auto [width, height] = parse_size(o.size, is_sobel                 ? std::pair{1920, 1080}
+  auto [width, height] = parse_size(o.size, is_sobel(o)              ? std::pair{1920, 1080}
                                             : o.workload == "jacobi" ? std::pair{1024, 1024}
                                                                      : std::pair{256, 256});
-  const int steps = o.frames > 0 ? o.frames : is_sobel ? 100 : o.workload == "jacobi" ? 100 : 10;
-  if (!is_sobel && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
+  const int steps = o.frames > 0 ? o.frames : is_sobel(o) ? 100 : o.workload == "jacobi" ? 100 : 10;
+  if (!is_sobel(o) && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
+  return {width, height, steps};
+}
 
+// `last`: the run whose edge frames are written.
+workloads::RunResult run_sobel(Controller& c, const RunOptions& o, const ProblemSize& size, bool last) {
+  const workloads::SobelRun sobel_run{size.width, size.height,   size.steps, o.input, last ? o.output : std::string(),
+                                      o.slots,    o.host_threads};
+  if (!o.flow_graph) return workloads::sobel(c, sobel_run);
+  return workloads::sobel_flow_graph(c, sobel_run, o.slots > 0 ? o.slots : workloads::kDefaultSobelSlots);
+}
+
+workloads::RunResult run_workload(Controller& c, const RunOptions& o, const ProblemSize& size, bool last) {
+  if (is_sobel(o)) return run_sobel(c, o, size, last);
+  if (o.workload == "jacobi") return workloads::jacobi(c, size.width, size.steps);
+  return workloads::matpow(c, size.width, size.steps);
+}
+
+// `last`: the run whose graph and timeline the dumps show, and whose edge frames are written.
+workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Policy policy, bool last,
+                              std::string& device_name) {
+  ControllerOptions copts;
+  copts.device = o.device;
+  copts.policy = policy;
+  if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
+  if (last && (!o.dump.empty() || !o.trace.empty())) copts.record = true;
+  Controller c(copts);
+  device_name = c.device().name + " (" + c.device().platform_name + ")";
+  workloads::RunResult r = run_workload(c, o, size, last);
+  if (last) write_requested_dumps(c, o.dump, o.trace);
+  return r;
+}
+
+// seconds[i]: outcomes[i]'s time in every round.
+void keep_median_seconds(std::vector<Outcome>& outcomes, std::vector<std::vector<double>>& seconds) {
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    auto& t = seconds[i];
+    std::sort(t.begin(), t.end());
+    outcomes[i].result.seconds = t[t.size() / 2];
+  }
+}
+
+std::vector<Outcome> run_rounds(const RunOptions& o, const ProblemSize& size, const std::vector<Policy>& policies,
+                                int rounds, std::string& device_name) {
   std::vector<Outcome> outcomes;
-  std::string device_name;
-  // Each policy runs `rounds` times, alternating with the other, and the median is reported: single
-  // runs on a busy machine swing by ±20 % (perf/RESULTS.md), more than the gain being shown.
-  const int rounds = o.repeat > 0 ? o.repeat : policies.size() > 1 ? 3 : 1;
   std::vector<std::vector<double>> seconds(policies.size());
   for (int round = 0; round < rounds; ++round) {
     for (std::size_t pi = 0; pi < policies.size(); ++pi) {
       const Policy p = policies[pi];
-      ControllerOptions copts;
-      copts.device = o.device;
-      copts.policy = p;
-      if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
       const bool last = round == rounds - 1 && pi == policies.size() - 1;
-      if (last && (!o.dump.empty() || !o.trace.empty())) copts.record = true;
-      Controller c(copts);
-      device_name = c.device().name + " (" + c.device().platform_name + ")";
-      workloads::RunResult r;
-      if (is_sobel) {
-        workloads::SobelRun run{width,   height,        steps, o.input, last ? o.output : std::string(),
-                                o.slots, o.host_threads};
-        r = o.flow_graph
-                ? workloads::sobel_flow_graph(c, run, run.slots > 0 ? run.slots : workloads::kDefaultSobelSlots)
-                : workloads::sobel(c, run);
-      } else if (o.workload == "jacobi") {
-        r = workloads::jacobi(c, width, steps);
-      } else {
-        r = workloads::matpow(c, width, steps);
-      }
-      if (last) write_requested_dumps(c, o.dump, o.trace);
+      workloads::RunResult r = run_once(o, size, p, last, device_name);
       seconds[pi].push_back(r.seconds);
       if (round == 0) {
         outcomes.push_back({p, std::move(r)});
@@ -181,27 +204,28 @@ void run(const RunOptions& o) {
       }
     }
   }
-  for (std::size_t pi = 0; pi < policies.size(); ++pi) {
-    auto& t = seconds[pi];
-    std::sort(t.begin(), t.end());
-    outcomes[pi].result.seconds = t[t.size() / 2];
-  }
+  keep_median_seconds(outcomes, seconds);
+  return outcomes;
+}
 
-  const auto& first = outcomes.front().result;
-  const int shown_steps = is_sobel ? first.frames : steps;
+void print_setup(const RunOptions& o, const ProblemSize& size, const workloads::RunResult& first, int shown_steps,
+                 const std::string& device_name, int rounds) {
   std::printf("hetflow run %s on %s\n", o.workload.c_str(), device_name.c_str());
-  if (is_sobel && o.input.empty())
-    std::printf("%d frames of %dx%d (generated)", shown_steps, width, height);
-  else if (is_sobel)
+  if (is_sobel(o) && o.input.empty())
+    std::printf("%d frames of %dx%d (generated)", shown_steps, size.width, size.height);
+  else if (is_sobel(o))
     std::printf("%d frames from %s", shown_steps, o.input.c_str());
-  if (is_sobel)
+  if (is_sobel(o))
     std::printf(", %d slot%s, host work on %d thread%s%s\n\n", first.slots, first.slots == 1 ? "" : "s",
                 first.host_threads, first.host_threads == 1 ? "" : "s",
                 o.flow_graph ? ", as a flow graph of hetflow's nodes" : "");
   else
-    std::printf("n = %d, %d %s\n\n", width, steps, o.workload == "jacobi" ? "iterations" : "products");
+    std::printf("n = %d, %d %s\n\n", size.width, size.steps, o.workload == "jacobi" ? "iterations" : "products");
   if (rounds > 1) std::printf("median of %d runs per policy, alternating\n", rounds);
-  const char* unit = is_sobel ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";
+}
+
+void print_times(const RunOptions& o, const std::vector<Outcome>& outcomes, int shown_steps) {
+  const char* unit = is_sobel(o) ? "frames/s" : o.workload == "jacobi" ? "iters/s" : "products/s";
   std::printf("%-8s %10s %12s %12s\n", "policy", "time s", unit, "async gain");
   std::optional<double> sync_time;
   for (const auto& oc : outcomes)
@@ -216,23 +240,43 @@ void run(const RunOptions& o) {
     std::printf("%-8s %10.3f %12.2f %12s\n", to_string(oc.policy), oc.result.seconds, shown_steps / oc.result.seconds,
                 gain.c_str());
   }
-  if (outcomes.size() == 2) {
-    const auto& a = outcomes[0].result;
-    const auto& b = outcomes[1].result;
-    const bool same = a.checksum == b.checksum && a.output.size() == b.output.size() &&
-                      workloads::count_bit_differences(a.output.data(), b.output.data(), a.output.size()) == 0;
-    std::printf("sync and async results bit-identical: %s (checksum %.17g)\n", same ? "yes" : "NO", b.checksum);
-    if (!same) throw Error("sync and async runs gave different results");
+}
+
+void check_sync_and_async_agree(const workloads::RunResult& a, const workloads::RunResult& b) {
+  const bool same = a.checksum == b.checksum && a.output.size() == b.output.size() &&
+                    workloads::count_bit_differences(a.output.data(), b.output.data(), a.output.size()) == 0;
+  std::printf("sync and async results bit-identical: %s (checksum %.17g)\n", same ? "yes" : "NO", b.checksum);
+  if (!same) throw Error("sync and async runs gave different results");
+}
+
+// A .y4m input's own size is the one the frames had.
+void verify_last(const RunOptions& o, const ProblemSize& size, const workloads::RunResult& last) {
+  auto [vw, vh] = std::pair{size.width, size.height};
+  if (is_sobel(o) && !o.input.empty()) {
+    workloads::Y4mReader reader(o.input);
+    vw = reader.width();
+    vh = reader.height();
   }
-  if (o.verify) {
-    auto [vw, vh] = std::pair{width, height};
-    if (is_sobel && !o.input.empty()) {
-      workloads::Y4mReader reader(o.input);
-      vw = reader.width();
-      vh = reader.height();
-    }
-    verify(o, vw, vh, steps, outcomes.back().result);
-  }
+  verify(o, vw, vh, size.steps, last);
+}
+
+void run(const RunOptions& o) {
+  if (is_loop(o.workload)) return run_loop_workload(o);
+  const std::vector<Policy> policies = policies_to_run(o);
+  const ProblemSize size = problem_size(o);
+
+  std::string device_name;
+  // Each policy runs `rounds` times, alternating with the other, and the median is reported: single
+  // runs on a busy machine swing by ±20 % (perf/RESULTS.md), more than the gain being shown.
+  const int rounds = o.repeat > 0 ? o.repeat : policies.size() > 1 ? 3 : 1;
+  const std::vector<Outcome> outcomes = run_rounds(o, size, policies, rounds, device_name);
+
+  const auto& first = outcomes.front().result;
+  const int shown_steps = is_sobel(o) ? first.frames : size.steps;  // a .y4m input may hold fewer frames
+  print_setup(o, size, first, shown_steps, device_name, rounds);
+  print_times(o, outcomes, shown_steps);
+  if (outcomes.size() == 2) check_sync_and_async_agree(outcomes[0].result, outcomes[1].result);
+  if (o.verify) verify_last(o, size, outcomes.back().result);
 }
 
 }  // namespace

@@ -35,6 +35,132 @@ double ordered_sum(const std::vector<double>& parts) {
   return s;
 }
 
+struct SobelKernels {
+  Kernel rows, col_smooth, col_diff, magnitude;
+};
+
+SobelKernels sobel_kernels(Controller& c) {
+  return {c.kernel("sobel.cl", "sobel_rows", kBuildOptions), c.kernel("sobel.cl", "sobel_col_smooth", kBuildOptions),
+          c.kernel("sobel.cl", "sobel_col_diff", kBuildOptions),
+          c.kernel("sobel.cl", "sobel_magnitude", kBuildOptions)};
+}
+
+struct SobelImages {
+  std::vector<Tile<float>> frame_in, frame_out;
+  Tile<float> row_diff, row_smooth, gx, gy;
+  // Reading and writing a .y4m stream must follow frame order: tasks that share these one-element
+  // tiles as io() are ordered by the engine like any other hazard.
+  Tile<int> reader_turn, writer_turn;
+};
+
+SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
+  SobelImages images;
+  for (int s = 0; s < slots; ++s) {
+    images.frame_in.push_back(c.tile<float>(extent, "frame" + std::to_string(s)));
+    images.frame_out.push_back(c.tile<float>(extent, "edges" + std::to_string(s)));
+  }
+  images.row_diff = c.device_tile<float>(extent, "row_diff");
+  images.row_smooth = c.device_tile<float>(extent, "row_smooth");
+  images.gx = c.device_tile<float>(extent, "gx");
+  images.gy = c.device_tile<float>(extent, "gy");
+  images.reader_turn = c.tile<int>(1, "y4m_reader");
+  images.writer_turn = c.tile<int>(1, "y4m_writer");
+  return images;
+}
+
+// Frame i in slot i % slots: the slots' frames share one set of device intermediates, so the
+// engine orders their kernels by the hazards on them.
+struct SobelPipeline {
+  Controller& c;
+  int w, h;
+  std::size_t count;
+  std::shared_ptr<Y4mReader> reader;
+  std::shared_ptr<Y4mWriter> writer;
+  std::shared_ptr<tbb::task_arena> arena;
+  SobelKernels kernels;
+  SobelImages images;
+  Range range;
+
+  void launch_frame(int slot) {
+    c.launch(kernels.rows, range, in(images.frame_in[slot]), out(images.row_diff), out(images.row_smooth), w, h);
+    c.launch(kernels.col_smooth, range, in(images.row_diff), out(images.gx), w, h);
+    c.launch(kernels.col_diff, range, in(images.row_smooth), out(images.gy), w, h);
+    c.launch(kernels.magnitude, range, in(images.gx), in(images.gy), out(images.frame_out[slot]), w, h);
+  }
+
+  // Warm-up (untimed): each slot's whole frame once, as the native baselines do, so no page of any
+  // image is first touched inside the timed loop (on a CPU device a first write there is a page
+  // fault whose TLB shoot-down interrupts the kernels on the other cores).
+  void warm_up(int slots) {
+    for (int slot = 0; slot < slots; ++slot) {
+      Tile<float> frame = images.frame_in[std::size_t(slot)], result = images.frame_out[std::size_t(slot)];
+      c.host_task(
+          "warm-up " + std::to_string(slot),
+          [frame, result, count = count] {
+            std::fill_n(frame.data(), count, 0.0f);
+            std::fill_n(result.data(), count, 0.0f);
+          },
+          out(frame), out(result));
+      c.move_to(frame);
+      launch_frame(slot);
+      c.move_from(result);
+    }
+  }
+
+  void load_frame(int i, Tile<float> frame) {
+    if (reader)
+      c.host_task(
+          "read frame " + std::to_string(i),
+          [frame, reader = reader, i] {
+            if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
+          },
+          out(frame), io(images.reader_turn));
+    else
+      // In the host arena, as the native baselines generate: generate_frame is a tbb::parallel_for,
+      // which outside it spreads over every worker, onto the cores a CPU device's kernels need.
+      c.host_task(
+          "generate frame " + std::to_string(i),
+          [frame, w = w, h = h, i, arena = arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); },
+          out(frame));
+  }
+
+  void consume_frame(int i, Tile<float> result, std::vector<double>& sums) {
+    c.host_task(
+        "consume frame " + std::to_string(i),
+        [result, count = count, &sums, i, arena = arena] {
+          arena->execute([&] { sums[std::size_t(i)] = host_sum(result.data(), count); });
+        },
+        in(result));
+    if (writer)
+      c.host_task(
+          "write frame " + std::to_string(i), [result, writer = writer] { writer->write_luma(result.data()); },
+          in(result), io(images.writer_turn));
+  }
+
+  void submit_frame(int i, int slot, std::vector<double>& sums) {
+    Tile<float> frame = images.frame_in[slot], result = images.frame_out[slot];
+    load_frame(i, frame);
+    c.move_to(frame);
+    launch_frame(slot);
+    c.move_from(result);
+    consume_frame(i, result, sums);
+  }
+};
+
+SobelPipeline sobel_pipeline(Controller& c, SobelFrames& opened, int host_threads, int slots) {
+  const Extent extent{std::size_t(opened.width), std::size_t(opened.height)};
+  return SobelPipeline{.c = c,
+                       .w = opened.width,
+                       .h = opened.height,
+                       .count = extent.count(),
+                       .reader = std::move(opened.reader),
+                       .writer = std::move(opened.writer),
+                       .arena = host_arena(c.device().device, host_threads),
+                       .kernels = sobel_kernels(c),
+                       .images = sobel_images(c, extent, slots),
+                       .range = stencil_range(opened.width, opened.height)};
+}
+
 }  // namespace
 
 int count_y4m_frames(const std::string& path) {
@@ -63,101 +189,26 @@ SobelFrames open_sobel_frames(const SobelRun& run) {
 
 RunResult sobel(Controller& c, const SobelRun& run) {
   SobelFrames opened = open_sobel_frames(run);
-  const int width = opened.width, height = opened.height, frames = opened.frames;
-  std::shared_ptr<Y4mReader> reader = std::move(opened.reader);
-  std::shared_ptr<Y4mWriter> writer = std::move(opened.writer);
+  const int frames = opened.frames;
   if (run.slots < 0) throw UsageError("sobel: --slots must be positive, got " + std::to_string(run.slots));
   const int slots = run.slots > 0 ? run.slots : kDefaultSobelSlots;
-  const auto arena = host_arena(c.device().device, run.host_threads);
-
-  const Extent extent{std::size_t(width), std::size_t(height)};
-  const std::size_t count = extent.count();
-  Kernel rows = c.kernel("sobel.cl", "sobel_rows", kBuildOptions);
-  Kernel col_smooth = c.kernel("sobel.cl", "sobel_col_smooth", kBuildOptions);
-  Kernel col_diff = c.kernel("sobel.cl", "sobel_col_diff", kBuildOptions);
-  Kernel magnitude = c.kernel("sobel.cl", "sobel_magnitude", kBuildOptions);
-  std::vector<Tile<float>> frame_in, frame_out;
-  for (int s = 0; s < slots; ++s) {
-    frame_in.push_back(c.tile<float>(extent, "frame" + std::to_string(s)));
-    frame_out.push_back(c.tile<float>(extent, "edges" + std::to_string(s)));
-  }
-  auto row_diff = c.device_tile<float>(extent, "row_diff");
-  auto row_smooth = c.device_tile<float>(extent, "row_smooth");
-  auto gx = c.device_tile<float>(extent, "gx");
-  auto gy = c.device_tile<float>(extent, "gy");
-  // Reading and writing a .y4m stream must follow frame order: tasks that share these one-element
-  // tiles as io() are ordered by the engine like any other hazard.
-  auto reader_turn = c.tile<int>(1, "y4m_reader");
-  auto writer_turn = c.tile<int>(1, "y4m_writer");
-  const Range range = stencil_range(width, height);
-  const int w = width, h = height;
-
-  auto launch_frame = [&](int slot) {
-    c.launch(rows, range, in(frame_in[slot]), out(row_diff), out(row_smooth), w, h);
-    c.launch(col_smooth, range, in(row_diff), out(gx), w, h);
-    c.launch(col_diff, range, in(row_smooth), out(gy), w, h);
-    c.launch(magnitude, range, in(gx), in(gy), out(frame_out[slot]), w, h);
-  };
-  // Warm-up (untimed): each slot's whole frame once, as the native baselines do, so no page of any
-  // image is first touched inside the timed loop (on a CPU device a first write there is a page
-  // fault whose TLB shoot-down interrupts the kernels on the other cores).
-  for (int slot = 0; slot < slots; ++slot) {
-    Tile<float> frame = frame_in[std::size_t(slot)], result = frame_out[std::size_t(slot)];
-    c.host_task(
-        "warm-up " + std::to_string(slot),
-        [frame, result, count] {
-          std::fill_n(frame.data(), count, 0.0f);
-          std::fill_n(result.data(), count, 0.0f);
-        },
-        out(frame), out(result));
-    c.move_to(frame);
-    launch_frame(slot);
-    c.move_from(result);
-  }
+  SobelPipeline p = sobel_pipeline(c, opened, run.host_threads, slots);
+  p.warm_up(slots);
   c.wait_all();
 
   std::vector<double> sums(std::size_t(frames), 0.0);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < frames; ++i) {
-    const int slot = i % slots;
-    Tile<float> frame = frame_in[slot], result = frame_out[slot];
-    if (reader)
-      c.host_task(
-          "read frame " + std::to_string(i),
-          [frame, reader, i] {
-            if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
-          },
-          out(frame), io(reader_turn));
-    else
-      // In the host arena, as the native baselines generate: generate_frame is a tbb::parallel_for,
-      // which outside it spreads over every worker, onto the cores a CPU device's kernels need.
-      c.host_task(
-          "generate frame " + std::to_string(i),
-          [frame, w, h, i, arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); }, out(frame));
-    c.move_to(frame);
-    launch_frame(slot);
-    c.move_from(result);
-    c.host_task(
-        "consume frame " + std::to_string(i),
-        [result, count, &sums, i, arena] {
-          arena->execute([&] { sums[std::size_t(i)] = host_sum(result.data(), count); });
-        },
-        in(result));
-    if (writer)
-      c.host_task(
-          "write frame " + std::to_string(i), [result, writer] { writer->write_luma(result.data()); }, in(result),
-          io(writer_turn));
-  }
+  for (int i = 0; i < frames; ++i) p.submit_frame(i, i % slots, sums);
   c.wait_all();
   RunResult r;
   r.seconds = seconds_since(t0);
   r.frames = frames;
   r.slots = slots;
-  r.host_threads = arena->max_concurrency();
+  r.host_threads = p.arena->max_concurrency();
   r.checksum = ordered_sum(sums);
-  const Tile<float>& last = frame_out[std::size_t((frames - 1) % slots)];
-  r.output.assign(last.data(), last.data() + count);
-  if (writer) writer->close();
+  const Tile<float>& last = p.images.frame_out[std::size_t((frames - 1) % slots)];
+  r.output.assign(last.data(), last.data() + p.count);
+  if (p.writer) p.writer->close();
   return r;
 }
 
