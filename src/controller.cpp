@@ -179,6 +179,84 @@ void check_tile(const detail::Engine& engine, const Access& a, const What& reque
     throw UsageError(text(request) + ": region " + a.box.str(t.extent.dims) + " is out of the bounds of tile '" +
                      t.name + "' (" + Box::whole(t.extent).str(t.extent.dims) + ")");
 }
+
+// The message lists the kernel's parameters: a count alone does not say which argument is missing.
+template <class What>
+void check_arg_count(const Kernel& kernel, std::size_t given, const What& what) {
+  if (given == kernel.num_args()) return;
+  std::string sig;
+  for (std::size_t i = 0; i < kernel.num_args(); ++i)
+    sig += (i ? ", " : "") + kernel.arg(i).type_name + " " + kernel.arg(i).name;
+  throw UsageError(text(what) + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
+                   std::to_string(given));
+}
+
+template <class What>
+void check_global_range(const Range& range, const What& what) {
+  std::size_t items = 1;
+  for (unsigned d = 0; d < range.dims(); ++d) {
+    const std::size_t g = range.global()[d], o = range.offset()[d];
+    if (g == 0) throw UsageError(text(what) + ": the global range is 0 in dimension " + std::to_string(d));
+    std::size_t end = 0;
+    if (__builtin_add_overflow(o, g, &end) || __builtin_mul_overflow(items, g, &items))
+      throw UsageError(text(what) + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
+                       " in dimension " + std::to_string(d) + " overflows a size_t");
+  }
+}
+
+// A tile passed for argument i, a __global or __constant pointer: elements of another size or kind
+// than the kernel reads would be garbage, not an error, once the kernel runs.
+template <class What>
+void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::size_t i, const Access& a,
+                    const What& what) {
+  if (!kernel.arg(i).is_buffer())
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a.tile->name +
+                     "'");
+  check_tile(engine, a, what);
+  std::string_view base = kernel.arg(i).type_name;
+  if (!base.empty() && base.back() == '*') base.remove_suffix(1);
+  const std::size_t expected = cl_scalar_size(base);
+  if (expected && expected != a.tile->elem_size)
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
+                     "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
+                     "-byte elements");
+  if (const char* held = kind_mismatch(base, a.tile->elem_type))
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
+                     " elements, tile '" + a.tile->name + "' holds " + held);
+}
+
+template <class What>
+void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarArg& s, const What& what) {
+  const KernelArgInfo& info = kernel.arg(i);
+  if (info.is_buffer() || info.is_local())
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
+                     " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
+  const std::size_t expected = cl_scalar_size(info.type_name);
+  if (expected && expected != s.size)
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) +
+                     " bytes, got a " + std::to_string(s.size) + "-byte value");
+  if (const char* given = kind_mismatch(info.type_name, s.type))
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
+                     std::string(given) + " (convert it: " + info.type_name + "(value))");
+}
+
+// Checks every argument against its parameter, in order; returns the tiles among them, the launch's accesses.
+template <class What>
+std::vector<Access> check_args(const detail::Engine& engine, const Kernel& kernel,
+                               const std::vector<detail::KernelArg>& args, const What& what) {
+  std::vector<Access> accesses;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (const auto* a = std::get_if<Access>(&args[i])) {
+      check_tile_arg(engine, kernel, i, *a, what);
+      accesses.push_back(*a);
+    } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
+      check_scalar_arg(kernel, i, *s, what);
+    } else if (!kernel.arg(i).is_local()) {
+      throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
+    }
+  }
+  return accesses;
+}
 }  // namespace
 
 void Controller::submit_transfer(bool to_device, Access access) {
@@ -198,59 +276,10 @@ void Controller::submit_launch(const Kernel& kernel, const Range& range, std::ve
   const auto what = [&] { return "launch of kernel '" + kernel.name() + "'"; };
   if (kernel.context()() != engine_->context())
     throw UsageError(what() + ": the kernel was built for another controller's context");
-  if (args.size() != kernel.num_args()) {
-    std::string sig;
-    for (std::size_t i = 0; i < kernel.num_args(); ++i)
-      sig += (i ? ", " : "") + kernel.arg(i).type_name + " " + kernel.arg(i).name;
-    throw UsageError(what() + ": it takes " + std::to_string(kernel.num_args()) + " argument(s) (" + sig + "), got " +
-                     std::to_string(args.size()));
-  }
-  std::size_t items = 1;
-  for (unsigned d = 0; d < range.dims(); ++d) {
-    const std::size_t g = range.global()[d], o = range.offset()[d];
-    if (g == 0) throw UsageError(what() + ": the global range is 0 in dimension " + std::to_string(d));
-    std::size_t end = 0;
-    if (__builtin_add_overflow(o, g, &end) || __builtin_mul_overflow(items, g, &items))
-      throw UsageError(what() + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
-                       " in dimension " + std::to_string(d) + " overflows a size_t");
-  }
+  check_arg_count(kernel, args.size(), what);
+  check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
-  std::vector<Access> accesses;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const KernelArgInfo& info = kernel.arg(i);
-    if (const auto* a = std::get_if<Access>(&args[i])) {
-      if (!info.is_buffer())
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" +
-                         a->tile->name + "'");
-      check_tile(*engine_, *a, what);
-      std::string_view base = info.type_name;
-      if (!base.empty() && base.back() == '*') base.remove_suffix(1);
-      const std::size_t expected = cl_scalar_size(base);
-      if (expected && expected != a->tile->elem_size)
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
-                         "-byte elements, tile '" + a->tile->name + "' holds " + std::to_string(a->tile->elem_size) +
-                         "-byte elements");
-      if (const char* held = kind_mismatch(base, a->tile->elem_type))
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
-                         " elements, tile '" + a->tile->name + "' holds " + held);
-      accesses.push_back(*a);
-    } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
-      if (info.is_buffer() || info.is_local())
-        throw UsageError(
-            what() + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
-            " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
-      const std::size_t expected = cl_scalar_size(info.type_name);
-      if (expected && expected != s->size)
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) +
-                         " bytes, got a " + std::to_string(s->size) + "-byte value");
-      if (const char* given = kind_mismatch(info.type_name, s->type))
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
-                         std::string(given) + " (convert it: " + info.type_name + "(value))");
-    } else {
-      if (!info.is_local())
-        throw UsageError(what() + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
-    }
-  }
+  std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
   auto r = make_request<KernelWork>(Kind::kernel, kernel.name(), KernelWork{kernel, range, std::move(args)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));  // which picks its kernel queue

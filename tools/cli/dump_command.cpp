@@ -23,28 +23,33 @@ extern char** environ;
 namespace hetflow::cli {
 namespace {
 
-// Runs `dot -T<format> -o <out>` on `dot_text`. The DOT goes through a temporary file rather than
-// a pipe into dot's stdin, so that reading dot's messages can never deadlock against writing.
-void render(const std::string& dot_text, const std::string& format, const std::string& out, const std::string& source) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hetflow-dump-XXXXXX.dot";
-  const int fd = ::mkstemps(tmp.data(), 4);
-  if (fd < 0) throw Error("cannot create a temporary file for dot: " + std::string(std::strerror(errno)));
-  struct Remove {
-    std::string path;
-    ~Remove() { ::unlink(path.c_str()); }
-  } remove_tmp{tmp};
-  for (std::size_t done = 0; done < dot_text.size();) {
-    const ssize_t n = ::write(fd, dot_text.data() + done, dot_text.size() - done);
+struct ScopedTempFile {
+  std::string path;
+  ~ScopedTempFile() { ::unlink(path.c_str()); }
+};
+
+// Writes all of `text` to `fd`, through interrupted and partial writes, and closes it.
+void write_and_close(int fd, const std::string& text, const std::string& path) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
-      throw Error("cannot write the temporary DOT file '" + tmp + "': " + std::strerror(errno));
+      throw Error("cannot write the temporary DOT file '" + path + "': " + std::strerror(errno));
     }
     done += std::size_t(n);
   }
   ::close(fd);
+}
 
+struct Spawned {
+  pid_t pid;
+  int output;  // the read end of a pipe that has the child's stdout and stderr
+};
+
+// dot's stdout and stderr both go into the pipe: what it says is the message when it fails.
+Spawned spawn_dot(const std::string& type, const std::string& out, const std::string& dot_file,
+                  const std::string& source) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) throw Error("pipe failed: " + std::string(std::strerror(errno)));
   posix_spawn_file_actions_t actions;
@@ -52,9 +57,8 @@ void render(const std::string& dot_text, const std::string& format, const std::s
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
-  std::string type = "-T" + format;
-  std::vector<char*> argv{const_cast<char*>("dot"),       type.data(), const_cast<char*>("-o"),
-                          const_cast<char*>(out.c_str()), tmp.data(),  nullptr};
+  std::vector<char*> argv{const_cast<char*>("dot"),       const_cast<char*>(type.c_str()),     const_cast<char*>("-o"),
+                          const_cast<char*>(out.c_str()), const_cast<char*>(dot_file.c_str()), nullptr};
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, "dot", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -66,25 +70,49 @@ void render(const std::string& dot_text, const std::string& format, const std::s
                   "', or write the DOT with --dot and render it elsewhere");
     throw Error("could not run Graphviz 'dot': " + std::string(std::strerror(rc)));
   }
-  std::string messages;
+  return {pid, pipefd[0]};
+}
+
+// Reads `fd` to its end and closes it.
+std::string read_all_and_close(int fd) {
+  std::string text;
   char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    messages.append(buf, std::size_t(n));
+    text.append(buf, std::size_t(n));
   }
-  ::close(pipefd[0]);
+  ::close(fd);
+  return text;
+}
+
+int wait_for_exit(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (!ok) {
-    const std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                              : "signal " + std::to_string(WTERMSIG(status));
-    throw Error("Graphviz 'dot " + type + "' failed (" + how + ") rendering '" + source + "' to '" + out + "'" +
-                (messages.empty() ? std::string() : ":\n" + messages));
-  }
+  return status;
+}
+
+// Runs `dot -T<format> -o <out>` on `dot_text`. The DOT goes through a temporary file rather than
+// a pipe into dot's stdin, so that reading dot's messages can never deadlock against writing.
+void render(const std::string& dot_text, const std::string& format, const std::string& out, const std::string& source) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hetflow-dump-XXXXXX.dot";
+  const int fd = ::mkstemps(tmp.data(), 4);
+  if (fd < 0) throw Error("cannot create a temporary file for dot: " + std::string(std::strerror(errno)));
+  const ScopedTempFile remove_tmp{tmp};
+  write_and_close(fd, dot_text, tmp);
+
+  const std::string type = "-T" + format;
+  const Spawned dot = spawn_dot(type, out, tmp, source);
+  const std::string messages = read_all_and_close(dot.output);
+  const int status = wait_for_exit(dot.pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                            : "signal " + std::to_string(WTERMSIG(status));
+  throw Error("Graphviz 'dot " + type + "' failed (" + how + ") rendering '" + source + "' to '" + out + "'" +
+              (messages.empty() ? std::string() : ":\n" + messages));
 }
 
 // "run.json" → "run.svg"; without a .json extension the new one is appended.
