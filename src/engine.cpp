@@ -487,8 +487,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     dependants.swap(r.device_dependants);
     held.swap(r.held);
     r.running_preds.clear();
-    if (auto* hook = std::get_if<HookWork>(&r.work); hook && std::exchange(hook->holds_poller, false))
-      poller_.release();
+    if (r.holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
@@ -521,6 +520,7 @@ void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_
 
 void Engine::ready(const RequestPtr& r) {
   log().debug("ready #{} '{}'", r->id, r->name);
+  if (r->holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
   if (r->kind == Kind::wait) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);
@@ -558,7 +558,7 @@ void Engine::ready(const RequestPtr& r) {
 
 void Engine::arm_host_side(const RequestPtr& r) {
   r->unmet.store(1, std::memory_order_relaxed);  // held while arming, so no predecessor releases it early
-  bool hook_waits_on_device = false;
+  bool waits_on_device = false;
   for (const auto& p : r->preds) {
     bool register_now = false, flush_only = false;
     {
@@ -569,7 +569,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
       p->waiters.push_back(r);
       r->unmet.fetch_add(1, std::memory_order_relaxed);
-      if (r->is_hook() && on_device(p->kind)) hook_waits_on_device = true;
+      if ((r->is_hook() || r->kind == Kind::host) && on_device(p->kind)) waits_on_device = true;
       if (r->kind == Kind::wait && on_device(p->kind)) {
         std::lock_guard own(r->m);
         r->wait().device_preds.push_back(p);
@@ -591,8 +591,8 @@ void Engine::arm_host_side(const RequestPtr& r) {
     if (flush_only) flush(p->lane);
   }
   r->preds.clear();
-  if (hook_waits_on_device) {  // released by finish(), which comes after the arming ends
-    r->hook().holds_poller = true;
+  if (waits_on_device) {  // released by ready() or finish(), which come after the arming ends
+    r->holds_poller.store(true, std::memory_order_release);
     poller_.hold();
   }
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);

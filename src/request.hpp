@@ -73,9 +73,6 @@ struct HostWork {  // a host task, or a tile's release (`fn` frees the tile)
 // A completion hook (Controller::on_ready): runs whatever its predecessors' outcome, and is told it.
 struct HookWork {
   std::function<void(const Outcome&)> fn;
-  // Waiting on device commands, it keeps the completion poller awake: set while arming (before it
-  // can end), cleared by Engine::finish under m.
-  bool holds_poller = false;
 };
 // wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
 struct WaitWork {
@@ -119,6 +116,12 @@ struct Request : std::enable_shared_from_this<Request> {
   std::vector<Access> accesses;
 
   Work work;
+  // A hook or host task waiting on device commands keeps the completion poller awake: set while
+  // arming (before it can run), taken back by whichever comes first of ready() and finish().
+  // NVIDIA's completion callbacks come 17 ms late after a 0.24 ms kernel (tools/drivers/notice_probe.c,
+  // perf/RESULTS.md 2026-11-25), so without the poller a host task after a D2H waited for some
+  // other thread's poll.
+  std::atomic<bool> holds_poller{false};
   KernelWork& kernel() { return std::get<KernelWork>(work); }
   const KernelWork& kernel() const { return std::get<KernelWork>(work); }
   HostWork& host() { return std::get<HostWork>(work); }
