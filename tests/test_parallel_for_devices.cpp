@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "process.hpp"
 #include "support.hpp"
 #include "workloads/loop_registry.hpp"
 
@@ -33,10 +34,9 @@ struct MarkingLoop {
         size(n ? n : 1),
         device_hits(devs.home.tile<int>(size, "device_hits")),
         cpu_hits(std::make_unique<std::atomic<int>[]>(size)),
-        mark(devs.home.kernel_from_source(
-            "kernel void mark(global int* hits, ulong end, int who) {"
-            "  size_t i = get_global_id(0); if (i < end) hits[i] += who; }",
-            "mark")) {
+        mark(devs.home.kernel_from_source("kernel void mark(global int* hits, ulong end, int who) {"
+                                          "  size_t i = get_global_id(0); if (i < end) hits[i] += who; }",
+                                          "mark")) {
     test::fill(device_hits, 0);
   }
   LoopBody body() {
@@ -89,8 +89,8 @@ TEST_CASE("over two devices every iteration runs exactly once, on one side, for 
         CAPTURE(n);
         CAPTURE(slots);
         MarkingLoop loop(devs, n);
-        const auto report =
-            parallel_for(devs.list(), n, loop.body(), {.scheduler = scheduler, .cpu_workers = 2, .device_slots = slots});
+        const auto report = parallel_for(devs.list(), n, loop.body(),
+                                         {.scheduler = scheduler, .cpu_workers = 2, .device_slots = slots});
         std::size_t ran[3];
         REQUIRE(loop.each_once(n, ran));
         REQUIRE(report.sides.size() == 3);
@@ -195,7 +195,8 @@ TEST_CASE("the home controller's requests before the loop come first, and its la
   CHECK(wrong.load() == 0);
 }
 
-TEST_CASE("a chunk that fails on the second device is named with its side and range; nothing hangs; the loop runs again") {
+TEST_CASE(
+    "a chunk that fails on the second device is named with its side and range; nothing hangs; the loop runs again") {
   TwoDevices devs;
   MarkingLoop counting(devs, 50000);
   LoopBody body = counting.body();
@@ -235,8 +236,8 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
                        doctest::Contains("listed twice (0 and 2)"), UsageError);
   CHECK_THROWS_WITH_AS(HeteroLoop({&devs.home, nullptr}, counting.body()),
                        doctest::Contains("device 1 of the list is a null controller"), UsageError);
-  CHECK_THROWS_WITH_AS(HeteroLoop(std::vector<Controller*>{}, counting.body()), doctest::Contains("list of devices is empty"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(HeteroLoop(std::vector<Controller*>{}, counting.body()),
+                       doctest::Contains("list of devices is empty"), UsageError);
   CHECK_THROWS_WITH_AS(HeteroLoop(devs.list(), counting.body(), {.scheduler = "static:0.2,0.2,0.2"}),
                        doctest::Contains("3 shares for a loop over 2 device(s)"), UsageError);
   CHECK_THROWS_WITH_AS(HeteroLoop(devs.list(), counting.body(), {.scheduler = "static:0.7,0.7"}),
@@ -259,4 +260,18 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
           std::string::npos);
   }
   devs.second.wait_all();
+}
+
+TEST_CASE("hetflow run takes --devices for the loop workloads, verified, and refuses it elsewhere") {
+  const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
+  const auto r = test::run_command(cli + " run mandelbrot --size 96 --devices cpu,cpu --scheduler static:0.4,0.4 " +
+                                   "--calls 2 --cpu-workers 1 --verify");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("dev1 iters") != std::string::npos);
+  CHECK(r.output.find("0 beyond tolerance") != std::string::npos);
+  const auto sobel = test::run_command(cli + " run sobel --devices cpu,cpu");
+  INFO(sobel.output);
+  CHECK(sobel.status != 0);
+  CHECK(sobel.output.find("--devices is for the loop workloads") != std::string::npos);
 }
