@@ -20,8 +20,7 @@ Access DeviceView::own(const Access& a) {
   if (home->owner != &home_)
     throw UsageError("parallel_for on " + side_ + ": tile '" + home->name +
                      "' belongs to neither the loop's first controller nor this one");
-  if (home->freed.load())
-    throw UsageError("parallel_for on " + side_ + ": tile '" + home->name + "' used after free");
+  if (home->freed.load()) throw UsageError("parallel_for on " + side_ + ": tile '" + home->name + "' used after free");
   std::lock_guard lock(m_);
   auto& mine = tiles_[home->id];
   // Made under the lock: two chunks of this device at once must not make two device images.
