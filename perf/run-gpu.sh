@@ -5,6 +5,7 @@
 # PART: tests (the engine tests on the GPU and on the host's PoCL), bench (the benchmarks), sobel
 # (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), flow (the
 # flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers),
+# loopdevices (one loop over the H200 and PoCL, and over two controllers of the H200),
 # peerloops (the Barnes-Hut loop balanced by StarPU against parallel_for), or all; several as a
 # comma-separated list (tests,flow,loops).
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
@@ -137,6 +138,16 @@ if has loops; then
   run loops_spmv $B/bin/bench_loops spmv 22 9
   run loops_nbody $B/bin/bench_loops nbody 32768 6 512 --fast-math
   echo; echo "===== loop tables"; grep -h -A10 "calls each" "$L"/loops_*.log
+fi
+if has loopdevices; then
+  # One loop over several devices: the H200 and the host's PoCL as two devices, then two
+  # controllers on the one H200 (what a second GPU would add is not seen there).
+  unset HETFLOW_DEVICE
+  HETFLOW_LOOP_DEVICES=nvidia,portable run loopdev_barneshut $B/bin/bench_loops barneshut 1000000 6 --fast-math
+  HETFLOW_LOOP_DEVICES=nvidia,portable run loopdev_spmv $B/bin/bench_loops spmv 22 6
+  HETFLOW_LOOP_DEVICES=nvidia,nvidia run loopdev_twice_barneshut $B/bin/bench_loops barneshut 1000000 6 --fast-math
+  HETFLOW_DEVICE=nvidia run loopdev_tests $B/bin/test_parallel_for_devices
+  echo; echo "===== loop device tables"; grep -h -A14 "calls each" "$L"/loopdev_*.log
 fi
 if has peerloops; then
   if [ -x $B/bin/bench_peers_loops ]; then

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cl_call.hpp"
+#include "device_view.hpp"
 #include "driver_lock.hpp"
 #include "engine.hpp"
 
@@ -271,8 +272,11 @@ void Controller::submit_transfer(bool to_device, Access access) {
   engine_->submit(std::move(r));
 }
 
-void Controller::submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args) {
-  if (!kernel) throw UsageError("launch of an empty Kernel handle");
+void Controller::submit_launch(const Kernel& home_kernel, const Range& range, std::vector<detail::KernelArg> args) {
+  if (!home_kernel) throw UsageError("launch of an empty Kernel handle");
+  // A loop over several devices runs its body, written against its first controller, here too.
+  Kernel kernel = home_kernel;
+  detail::DeviceView::translate_launch(*engine_, kernel, args);
   const auto what = [&] { return "launch of kernel '" + kernel.name() + "'"; };
   if (kernel.context()() != engine_->context())
     throw UsageError(what() + ": the kernel was built for another controller's context");

@@ -230,6 +230,37 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   return s;
 }
 
+std::shared_ptr<TileState> Engine::make_alias_tile(const std::shared_ptr<TileState>& home) {
+  throw_if_lost();
+  check_tile_size(home->extent, home->elem_size, home->name, choice.device);
+  auto s = std::make_shared<TileState>();
+  {
+    std::lock_guard lock(submit_mutex_);
+    s->id = next_tile_id_++;
+  }
+  s->name = home->name;  // what the user called it: errors name the loop's side besides
+  s->extent = home->extent;
+  s->elem_size = home->elem_size;
+  s->elem_type = home->elem_type;
+  s->device_only = home->device_only;
+  s->latest.store(home->device_only ? 2 : 1, std::memory_order_relaxed);
+  s->owner = this;
+  const std::size_t bytes = s->bytes();
+  const std::string what =
+      "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "' on another device";
+  s->device_buffer = cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE, bytes); });
+  auto driver = driver_lock();
+  // As make_tile: the first use must not be what allocates.
+  cl_call(what.c_str(), [&] { return service_queue_.enqueueFillBuffer(s->device_buffer, cl_uchar(0), 0, 1); });
+  cl_call(what.c_str(), [&] { return service_queue_.finish(); });
+  if (!home->device_only) {
+    // No host buffer and no unmap queue of its own: unmapping stays the home tile's.
+    s->host = home->host;
+    s->host_of = home;
+  }
+  return s;
+}
+
 void Engine::refuse_blocking_inside_host_task(const std::string& what) const {
   const Request* task = host_task_on_this_thread();
   if (!task) return;

@@ -48,6 +48,9 @@ class Engine {
 
   std::shared_ptr<TileState> make_tile(const Extent&, std::size_t elem_size, const char* elem_type, std::string name,
                                        bool device_only);
+  // A tile of this engine over `home`'s host image (another engine's tile), with its own device
+  // image: how a loop's further device writes straight into the home tile's host image.
+  std::shared_ptr<TileState> make_alias_tile(const std::shared_ptr<TileState>& home);
   // Submitting side (any user thread). Blocks only where the policy says so.
   void submit(RequestPtr r);
   // While set on a thread, the kernel launches it submits are also appended here: how a loop learns

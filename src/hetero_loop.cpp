@@ -1,13 +1,15 @@
 // The heterogeneous loop of include/hetflow/parallel_for.hpp (docs/parallel-for.md). Each side holds
-// tokens: one per CPU worker, one for the device. A free token asks the scheduler for a chunk and
-// submits it; its completion hook records the chunk's time and asks for the next. CPU chunks are
-// completion hooks themselves (they run whatever the policy, never blocking); device chunks are the
-// body's launches, a region D2H per write and a hook. The calling thread only waits for the end.
+// tokens: one per CPU worker, device_slots per device. A free token asks the scheduler for a chunk
+// and submits it; its completion hook records the chunk's time and asks for the next. CPU chunks are
+// completion hooks of the home controller (they run whatever the policy, never blocking); device
+// chunks are the body's launches, a region D2H per write and a hook, each on its device's
+// controller. The calling thread only waits for the end.
 #include "hetero_loop.hpp"
 
 #include <tbb/info.h>
 
 #include <chrono>
+#include <optional>
 
 #include "engine.hpp"
 #include "log.hpp"
@@ -52,13 +54,42 @@ unsigned default_cpu_workers() {
 }
 }  // namespace
 
-LoopState::LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node)
-    : c_(c),
+LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node)
+    : devices_((check_devices(devices), std::move(devices))),
+      c_(*devices_[0]),
       options_(std::move(options)),
       cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
-      scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_)),
+      scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_, unsigned(devices_.size()))),
       flow_node_(flow_node) {
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
+  views_.resize(devices_.size());
+  for (std::size_t d = 1; d < devices_.size(); ++d)
+    views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
+}
+
+void LoopState::check_devices(const std::vector<Controller*>& devices) {
+  if (devices.empty()) throw UsageError("parallel_for: the list of devices is empty (give at least one controller)");
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (!devices[d])
+      throw UsageError("parallel_for: device " + std::to_string(d) + " of the list is a null controller");
+    for (std::size_t e = 0; e < d; ++e)
+      if (devices[e] == devices[d])
+        throw UsageError("parallel_for: the controller of device '" + devices[d]->device().name +
+                         "' is listed twice (" + std::to_string(e) + " and " + std::to_string(d) +
+                         "); a controller is one device's queues: make a second Controller to use a device twice");
+  }
+  if (devices.size() > 1)
+    for (std::size_t d = 0; d < devices.size(); ++d)
+      if (devices[d]->policy() == Policy::sync)
+        throw UsageError("parallel_for: device " + std::to_string(d) + " ('" + devices[d]->device().name +
+                         "') is under the sync policy; a loop over several devices needs async on each, since under "
+                         "sync the calling thread would serve one device at a time");
+}
+
+std::string LoopState::side_text(int side) const {
+  if (side < 0) return "cpu";
+  if (devices_.size() == 1) return "device";
+  return "device " + std::to_string(side) + " (" + devices_[unsigned(side)]->device().name + ")";
 }
 
 void LoopState::check(const LoopBody& body) {
@@ -71,45 +102,47 @@ void LoopState::set_body(LoopBody body) {
   body_ = std::move(body);
 }
 
-bool LoopState::take(bool cpu, Chunk& chunk) {
+bool LoopState::take(int side, Chunk& chunk) {
+  const bool cpu = side < 0;
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
   if (!stopping_ && remaining > 0)
     size = cpu ? scheduler_->cpu_chunk(remaining, seconds_since(started_))
-               : scheduler_->device_chunk(0, remaining, seconds_since(started_));
+               : scheduler_->device_chunk(unsigned(side), remaining, seconds_since(started_));
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
-    log().debug("parallel_for: a {} token stops, {} iterations left", cpu ? "cpu" : "device", remaining);
+    log().debug("parallel_for: a {} token stops, {} iterations left", side_text(side), remaining);
     --tokens_;
     return false;
   }
   chunk = Chunk{next_, next_ + size};
-  log().debug("parallel_for: {} chunk {} of {} left", cpu ? "cpu" : "device", range_text(chunk), remaining);
+  log().debug("parallel_for: {} chunk {} of {} left", side_text(side), range_text(chunk), remaining);
   next_ += size;
   ++in_flight_;
   return true;
 }
 
-void LoopState::note_tiles(const std::vector<Access>& accesses) {
-  for (const auto& a : accesses) tiles_.insert(a.tile);
+void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses) {
+  for (const auto& a : accesses) tiles_[device].insert(a.tile);
 }
 
-void LoopState::chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure, double round_trip) {
+void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure,
+                            double round_trip) {
+  const bool cpu = side_index < 0;
   if (failure.empty()) {
     if (cpu)
       scheduler_->record_cpu(chunk.size(), seconds);
     else
-      scheduler_->record_device(0, chunk.size(), seconds, round_trip);
+      scheduler_->record_device(unsigned(side_index), chunk.size(), seconds, round_trip);
   }
   std::unique_lock lock(m_);
-  auto& side = report_.sides[cpu ? 0 : 1];
+  auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
   side.chunks += 1;
   side.busy_seconds += seconds;
   if (!failure.empty()) {
-    if (first_failure_.empty())
-      first_failure_ = std::string(cpu ? "cpu" : "device") + " chunk " + range_text(chunk) + ": " + failure;
+    if (first_failure_.empty()) first_failure_ = side_text(side_index) + " chunk " + range_text(chunk) + ": " + failure;
     stopping_ = true;
   }
   --in_flight_;
@@ -131,13 +164,13 @@ void LoopState::next_cpu() {
   std::vector<Access> roles;
   {
     std::unique_lock lock(m_);
-    if (!take(true, chunk)) {
+    if (!take(-1, chunk)) {
       notify_if_ended(lock);
       return;
     }
     roles = body_.reads;
     for (auto& w : body_.writes(chunk)) roles.push_back(std::move(w));
-    note_tiles(roles);
+    note_tiles(0, roles);
   }
   const std::string name = "cpu chunk " + range_text(chunk);
   Engine::FlowNodeScope made_by(flow_node_);
@@ -146,7 +179,7 @@ void LoopState::next_cpu() {
         name,
         [this, chunk](const Outcome& o) {
           if (!o.ok()) {
-            chunk_ended(true, chunk, 0, o.error);
+            chunk_ended(-1, chunk, 0, o.error);
             next_cpu();  // drops the token: the loop is stopping
             return;
           }
@@ -162,38 +195,50 @@ void LoopState::next_cpu() {
             thrown = std::current_exception();
             failure = "threw an exception that is not a std::exception";
           }
-          chunk_ended(true, chunk, seconds_since(t0), failure);
+          chunk_ended(-1, chunk, seconds_since(t0), failure);
           next_cpu();                                  // the next chunk, or the token's end
           if (thrown) std::rethrow_exception(thrown);  // the hook's request fails: a wait names it
         },
         std::move(roles));
   } catch (const std::exception& e) {
-    chunk_ended(true, chunk, 0, std::string("was refused: ") + e.what());
+    chunk_ended(-1, chunk, 0, std::string("was refused: ") + e.what());
     std::unique_lock lock(m_);
     --tokens_;
     notify_if_ended(lock);
   }
 }
 
-void LoopState::next_device() {
+void LoopState::next_device(unsigned d) {
   Chunk chunk;
   std::vector<Access> writes;
   {
     std::unique_lock lock(m_);
-    if (!take(false, chunk)) {
+    if (!take(int(d), chunk)) {
       notify_if_ended(lock);
       return;
     }
     writes = body_.writes(chunk);
-    note_tiles(writes);
   }
-  Engine::FlowNodeScope made_by(flow_node_);
+  Controller& ctl = *devices_[d];
+  DeviceView* view = views_[d].get();
+  // The loop's node is the home controller's: another controller's record has no such node.
+  std::optional<Engine::FlowNodeScope> made_by;
+  if (!view) made_by.emplace(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
   auto kernels = std::make_shared<std::vector<RequestPtr>>();
   try {
+    // Before the body runs: its launches may use only tiles the device already has (DeviceView).
+    if (view)
+      for (auto& w : writes) w = view->own(w);
+    {
+      std::lock_guard lock(m_);
+      note_tiles(d, writes);
+    }
     {
       LaunchesOf collecting(*kernels);
-      body_.device(c_, chunk);
+      std::optional<DeviceView::Scope> translating;
+      if (view) translating.emplace(*view);
+      body_.device(ctl, chunk);
     }
     std::vector<Access> back;
     for (const auto& w : writes) {
@@ -201,21 +246,20 @@ void LoopState::next_device() {
         back.push_back(device_image(Access{w.tile, w.box, Role::in}));
         continue;
       }
-      c_.submit_transfer(false, Access{w.tile, w.box, Role::in});
+      ctl.submit_transfer(false, Access{w.tile, w.box, Role::in});
       back.push_back(Access{w.tile, w.box, Role::in});
     }
-    c_.submit_hook(
-        "device chunk " + range_text(chunk),
-        [this, chunk, t0, kernels](const Outcome& o) {
-          const double round_trip = seconds_since(t0);
-          const double seconds = device_seconds(engine_of(c_), *kernels, round_trip);
-          kernels->clear();  // their events and arguments go now, not with the hook
-          chunk_ended(false, chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
-          next_device();
-        },
-        std::move(back));
+    ctl.submit_hook((view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk),
+                    [this, d, chunk, t0, kernels](const Outcome& o) {
+                      const double round_trip = seconds_since(t0);
+                      const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+                      kernels->clear();  // their events and arguments go now, not with the hook
+                      chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
+                      next_device(d);
+                    },
+                    std::move(back));
   } catch (const std::exception& e) {
-    chunk_ended(false, chunk, 0, std::string("was refused: ") + e.what());
+    chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what());
     std::unique_lock lock(m_);
     --tokens_;
     notify_if_ended(lock);
@@ -237,7 +281,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     failure = e.what();
   }
   const double round_trip = seconds_since(t0);
-  chunk_ended(false, chunk, device_seconds(engine_of(c_), kernels, round_trip), failure, round_trip);
+  chunk_ended(0, chunk, device_seconds(engine_of(c_), kernels, round_trip), failure, round_trip);
 }
 
 void LoopState::begin(std::size_t n) {
@@ -252,17 +296,23 @@ void LoopState::begin(std::size_t n) {
     in_flight_ = 0;
     stopping_ = false;
     first_failure_.clear();
-    tiles_.clear();
+    tiles_.assign(devices_.size(), {});
     report_ = LoopReport{};
-    report_.sides = {LoopReport::Side{"cpu"}, LoopReport::Side{engine.choice.device.name}};
-    note_tiles(body_.reads);
-    // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously).
-    const unsigned device_tokens = !body_.device ? 0 : engine.policy == Policy::sync ? 1 : device_slots_;
+    report_.sides = {LoopReport::Side{"cpu"}};
+    for (Controller* d : devices_) report_.sides.push_back(LoopReport::Side{d->device().name});
+    note_tiles(0, body_.reads);
+    // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously);
+    // several devices are all async (check_devices).
+    const unsigned device_tokens = !body_.device                   ? 0
+                                   : engine.policy == Policy::sync ? 1
+                                                                   : device_slots_ * unsigned(devices_.size());
     // The tokens are counted before any is handed out, so no chunk can see the call ended early.
     tokens_ = n == 0 ? 0 : (body_.cpu ? cpu_workers_ : 0) + device_tokens;
   }
   if (n == 0) return;
-  if (body_.device)
+  if (body_.device && devices_.size() > 1)
+    prepare_further_devices(n);
+  else if (body_.device)
     for (const auto& r : body_.reads)
       if (!r.tile->device_only) c_.submit_transfer(true, Access{r.tile, r.box, Role::in});
   if (body_.cpu)
@@ -275,17 +325,47 @@ void LoopState::begin(std::size_t n) {
       Chunk chunk;
       {
         std::unique_lock lock(m_);
-        if (!take(false, chunk)) {
+        if (!take(0, chunk)) {
           notify_if_ended(lock);
           break;
         }
-        note_tiles(body_.writes(chunk));
+        note_tiles(0, body_.writes(chunk));
       }
       device_chunk_synchronously(chunk);
     }
     return;
   }
-  for (unsigned i = 0; i < device_slots_; ++i) next_device();
+  // Slot by slot, so that each device's first chunk is out before any device's second.
+  for (unsigned i = 0; i < device_slots_; ++i)
+    for (unsigned d = 0; d < devices_.size(); ++d) next_device(d);
+}
+
+void LoopState::prepare_further_devices(std::size_t n) {
+  // The home controller's hazards do not order another controller's transfers, which read and
+  // write the same host images: its earlier requests on the loop's tiles end first.
+  std::vector<Access> touched = body_.reads;
+  for (auto& w : body_.writes(Chunk{0, n})) touched.push_back(std::move(w));
+  std::set<TileState*> waited;
+  for (const auto& a : touched)
+    if (waited.insert(a.tile.get()).second) c_.wait_tile(a.tile);
+  // Every device gets the reads before any chunk writes a host image: one device's chunk writing
+  // back a region of a tile another device is still moving over (an io tile in reads) would race
+  // with it, and no controller's hazards see the other's requests. So the moves are waited for.
+  std::vector<std::pair<Controller*, std::shared_ptr<TileState>>> moved;
+  for (std::size_t d = 0; d < devices_.size(); ++d)
+    for (const auto& r : body_.reads) {
+      if (r.tile->device_only) {
+        if (d == 0) continue;  // as with one device: already there
+        throw UsageError("parallel_for over several devices: tile '" + r.tile->name +
+                         "' is in LoopBody::reads but is device-only: its contents are on the first device alone");
+      }
+      const Access mine = d == 0 ? r : views_[d]->own(r);
+      devices_[d]->submit_transfer(true, Access{mine.tile, mine.box, Role::in});
+      moved.emplace_back(devices_[d], mine.tile);
+      std::lock_guard lock(m_);
+      tiles_[d].insert(mine.tile);
+    }
+  for (const auto& [ctl, tile] : moved) ctl->wait_tile(tile);
 }
 
 LoopState::Ended LoopState::end_of_call() {
@@ -295,20 +375,24 @@ LoopState::Ended LoopState::end_of_call() {
   report_.seconds = seconds_since(started_);
   last_call_seconds_ = report_.seconds;
   report_.scheduler = scheduler_->name();
-  log().debug("parallel_for over {}: cpu {} iterations in {} chunks, device {} in {}; {}", n_,
-              report_.sides[0].iterations, report_.sides[0].chunks, report_.sides[1].iterations,
-              report_.sides[1].chunks, report_.scheduler);
+  std::string sides;
+  for (const auto& s : report_.sides)
+    sides += (sides.empty() ? "" : ", ") + s.name + " " + std::to_string(s.iterations) + " iterations in " +
+             std::to_string(s.chunks) + " chunks";
+  log().debug("parallel_for over {}: {}; {}", n_, sides, report_.scheduler);
   e.report = report_;
   e.failure = first_failure_;
-  e.tiles.assign(tiles_.begin(), tiles_.end());
+  e.tiles.assign(tiles_[0].begin(), tiles_[0].end());
+  for (std::size_t d = 1; d < tiles_.size(); ++d) e.device_tiles.emplace_back(tiles_[d].begin(), tiles_[d].end());
   return e;
 }
 
 LoopState::Ended LoopState::run_to_end(std::size_t n) {
   auto& engine = engine_of(c_);
-  if (const Request* task = engine.host_task_on_this_thread())
-    throw UsageError("parallel_for inside host task '" + task->name +
-                     "' of the same controller would wait for the graph that runs the task");
+  for (Controller* d : devices_)
+    if (const Request* task = engine_of(*d).host_task_on_this_thread())
+      throw UsageError("parallel_for inside host task '" + task->name +
+                       "' of one of its controllers would wait for the graph that runs the task");
   claim_and_begin(n);
   // The calling thread helps run the graph's tasks rather than only sleep: with a CPU token per
   // worker thread, the device's completion hooks would otherwise find every worker busy with a CPU
@@ -330,8 +414,22 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
 LoopReport LoopState::run(std::size_t n) {
   Ended e = run_to_end(n);
   // The chunks' own requests report their failures (a body's exception, a kernel's error) here.
-  for (const auto& t : e.tiles) c_.wait_tile(t);
+  // Every device's are waited for, so none is left to surprise a later wait on that controller;
+  // the home controller's come first, as with one device, then the chunk that failed, named.
+  std::exception_ptr home_failed, further_failed;
+  try {
+    for (const auto& t : e.tiles) c_.wait_tile(t);
+  } catch (...) {
+    home_failed = std::current_exception();
+  }
+  for (std::size_t d = 0; d < e.device_tiles.size(); ++d) try {
+      for (const auto& t : e.device_tiles[d]) devices_[d + 1]->wait_tile(t);
+    } catch (...) {
+      if (!further_failed) further_failed = std::current_exception();
+    }
+  if (home_failed) std::rethrow_exception(home_failed);
   if (!e.failure.empty()) throw Error("parallel_for: " + e.failure);
+  if (further_failed) std::rethrow_exception(further_failed);
   return e.report;
 }
 
@@ -361,6 +459,7 @@ void LoopState::claim_and_begin(std::size_t n, std::function<void(Ended)> done) 
 void LoopState::start(std::size_t n, std::function<void(Ended)> done) {
   if (engine_of(c_).policy == Policy::sync)
     throw UsageError("a started loop needs the async policy: under sync every transfer blocks (use run)");
+  if (devices_.size() > 1) throw UsageError("a started loop (a loop node) runs on one device");
   claim_and_begin(n, std::move(done));
   std::unique_lock lock(m_);
   notify_if_ended(lock);  // n == 0, or every chunk already ended
@@ -370,15 +469,21 @@ void LoopState::start(std::size_t n, std::function<void(Ended)> done) {
 
 namespace hetflow {
 
-HeteroLoop::HeteroLoop(Controller& device, LoopBody body, LoopOptions options) : controller_(device) {
+HeteroLoop::HeteroLoop(Controller& device, LoopBody body, LoopOptions options)
+    : HeteroLoop(std::vector<Controller*>{&device}, std::move(body), std::move(options)) {}
+
+HeteroLoop::HeteroLoop(std::vector<Controller*> devices, LoopBody body, LoopOptions options) {
+  detail::LoopState::check_devices(devices);
   detail::LoopState::check(body);
+  home_ = devices.front();
   state_ = std::make_unique<detail::LoopState>(
-      device, std::move(options), detail::engine_of(device).flow_topology().add_node("parallel_for", "parallel_for"));
+      std::move(devices), std::move(options),
+      detail::engine_of(*home_).flow_topology().add_node("parallel_for", "parallel_for"));
   state_->set_body(std::move(body));
 }
 HeteroLoop::~HeteroLoop() = default;
 LoopReport HeteroLoop::operator()(std::size_t n) {
-  detail::engine_of(controller_).flow_topology().arrived({}, state_->flow_node());  // a call, in the dumps
+  detail::engine_of(*home_).flow_topology().arrived({}, state_->flow_node());  // a call, in the dumps
   return state_->run(n);
 }
 

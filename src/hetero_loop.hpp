@@ -1,7 +1,10 @@
 #pragma once
 // The state of one heterogeneous loop (include/hetflow/parallel_for.hpp), kept across its calls:
-// its body, its scheduler and one call's chunks in flight. HeteroLoop runs calls and waits for them
-// (run); hetflow::flow::loop_node starts them and is told when they end (start), one at a time.
+// its body, its devices, its scheduler and one call's chunks in flight. HeteroLoop runs calls and
+// waits for them (run); hetflow::flow::loop_node starts them and is told when they end (start), one at
+// a time, on one device. Sides are numbered as the scheduler's: -1 the CPU, d >= 0 device d; device 0
+// is the home controller (the CPU chunks' and the tiles'), the others run the body through a
+// DeviceView (src/device_view.hpp).
 #include <hetflow/parallel_for.hpp>
 
 #include <condition_variable>
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "device_view.hpp"
 #include "loop_schedulers.hpp"
 
 namespace hetflow::detail {
@@ -21,9 +25,15 @@ struct TileState;
 
 class LoopState {
  public:
-  // `flow_node`: the loop's node in the controller's record of the program's flow graph
-  // (FlowTopology). The body comes with set_body, before the first call.
-  LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node);
+  // `flow_node`: the loop's node in the home controller's record of the program's flow graph
+  // (FlowTopology). The body comes with set_body, before the first call. `devices` as checked by
+  // check_devices; the first is the home controller.
+  LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node);
+  LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node)
+      : LoopState(std::vector<Controller*>{&c}, std::move(options), flow_node) {}
+  // UsageError for an empty list, a null entry, a controller listed twice, or several devices where
+  // one is under the sync policy.
+  static void check_devices(const std::vector<Controller*>& devices);
 
   // One call: every iteration once; returns when all have ended, or throws naming the first failure.
   LoopReport run(std::size_t n);
@@ -34,12 +44,14 @@ class LoopState {
     LoopReport report;
     std::string failure;
     std::vector<std::shared_ptr<TileState>> tiles;
+    // The same on each further device (index d - 1): its own tiles over the home ones.
+    std::vector<std::vector<std::shared_ptr<TileState>>> device_tiles;
   };
   // As run, but returns how the call ended instead of reporting its failures (the chunks' failed
   // requests stay with the controller, to be reported by a wait or taken).
   Ended run_to_end(std::size_t n);
-  // Starts a call and returns at once (async policy only: under sync every transfer blocks); `done`
-  // runs once, on the thread that ended the last chunk. One call at a time.
+  // Starts a call and returns at once (async policy only: under sync every transfer blocks; one
+  // device only); `done` runs once, on the thread that ended the last chunk. One call at a time.
   void start(std::size_t n, std::function<void(Ended)> done);
   // The body of the calls from now on (a loop_node's message brings its own).
   void set_body(LoopBody body);
@@ -52,20 +64,25 @@ class LoopState {
   // begin() leaves the loop free for the next call.
   void claim_and_begin(std::size_t n, std::function<void(Ended)> done = nullptr);
   void begin(std::size_t n);  // a call's set-up and first chunks
-  Ended end_of_call();        // once every chunk has ended
+  // Before a call's first chunk: what the further devices need of the home controller (below).
+  void prepare_further_devices(std::size_t n);
+  Ended end_of_call();  // once every chunk has ended
   void next_cpu();
-  void next_device();
+  void next_device(unsigned d);
   // Hands out the next chunk to a token of one side, or drops the token (false). Under m_.
-  bool take(bool cpu, Chunk& chunk);
+  bool take(int side, Chunk& chunk);
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
-  void chunk_ended(bool cpu, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0);
+  void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0);
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
-  void note_tiles(const std::vector<Access>& accesses);  // under m_
-  void device_chunk_synchronously(Chunk chunk);          // sync policy: from the calling thread
+  void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
+  void device_chunk_synchronously(Chunk chunk);                           // sync policy: from the calling thread
+  std::string side_text(int side) const;  // "cpu", "device", or "device 1 (NAME)" with several
 
-  Controller& c_;
+  std::vector<Controller*> devices_;
+  Controller& c_;                                   // the home controller, devices_[0]
+  std::vector<std::unique_ptr<DeviceView>> views_;  // per device; none for the home one
   LoopBody body_;
   LoopOptions options_;
   unsigned cpu_workers_;
@@ -82,7 +99,7 @@ class LoopState {
   bool stopping_ = false;
   std::string first_failure_;
   LoopReport report_;
-  std::set<std::shared_ptr<TileState>> tiles_;
+  std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end

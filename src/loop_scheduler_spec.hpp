@@ -7,7 +7,8 @@
 
 namespace hetflow::detail {
 
-// "logfit", "static:S", "dynamic:C", "hguided", "oracle"; UsageError naming the text and the forms.
-std::unique_ptr<LoopScheduler> make_loop_scheduler(const std::string& spec, unsigned cpu_workers);
+// "logfit", "static:S" or "static:S1,...,Sd", "dynamic:C", "hguided", "oracle", for a loop over
+// `devices` devices; UsageError naming the text and the forms.
+std::unique_ptr<LoopScheduler> make_loop_scheduler(const std::string& spec, unsigned cpu_workers, unsigned devices = 1);
 
 }  // namespace hetflow::detail

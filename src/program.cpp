@@ -28,11 +28,13 @@ std::string with_arg_info(const std::string& options) {
 
 }  // namespace
 
-Program::Program(cl::Program program, cl::Context context, std::string label, std::string options)
+Program::Program(cl::Program program, cl::Context context, std::string label, std::string options,
+                 std::shared_ptr<const std::string> source)
     : program_(std::move(program)),
       context_(std::move(context)),
       label_(std::move(label)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      source_(std::move(source)) {
   kernel_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
                                               [&] { return program_.getInfo<CL_PROGRAM_KERNEL_NAMES>(); }));
 }
@@ -51,6 +53,8 @@ Kernel Program::kernel(const std::string& name) const {
   k.state_->name = name;
   k.state_->program_label = label_;
   k.state_->context = context_;
+  k.state_->source = source_;
+  k.state_->options = options_;
   detail::cl_call("creating kernel '" + name + "' of program '" + label_ + "'", [&] {
     k.state_->kernel = cl::Kernel(program_, name.c_str());
     const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
@@ -134,7 +138,8 @@ std::shared_ptr<const Program> ProgramCache::build(const std::string& source, co
     if (err != CL_BUILD_PROGRAM_FAILURE) build_log = std::string(cl_error_name(err)) + "\n" + build_log;
     throw BuildError(device_name_, label, build_log);
   }
-  return std::make_shared<const Program>(std::move(program), context_, label, options);
+  return std::make_shared<const Program>(std::move(program), context_, label, options,
+                                         std::make_shared<const std::string>(source));
 }
 
 }  // namespace hetflow

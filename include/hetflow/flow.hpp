@@ -373,6 +373,8 @@ class to_host_node : public host_node<Msg> {
 // the device; the message goes on once every chunk has ended and its writes are in the host images
 // (those tiles are then host-latest). A chunk that failed marks the message failed (Message::error
 // names the chunk), as a throwing fn does. Under sync the loop runs inside the node's body.
+// One device: the node's controller (a HeteroLoop takes several; a node would also have to keep the
+// other devices' views of its messages' tiles current, which nothing here needs yet).
 template <class Msg>
 class loop_node : public detail::async_node_base<Msg> {
   using base = detail::async_node_base<Msg>;

@@ -20,6 +20,25 @@
 //   body.writes = [&](hetflow::Chunk c) { return std::vector{out(y.region(hetflow::span_of(c)))}; };
 //   hetflow::HeteroLoop loop(ctl, body, {.scheduler = "logfit"});
 //   for (int step = 0; step < steps; ++step) loop(n);   // LogFit's model carries over the steps
+//
+// Several devices: HeteroLoop({&gpu0, &gpu1}, body, options), one Controller per device, the body
+// written once against the first ("home") controller: its tiles and kernels. The contract:
+// - CPU chunks are the home controller's hooks, as with one device. A chunk of device d > 0 runs
+//   body.device(ctl_d, chunk): launch on the Controller& it is given, with the home kernels and
+//   tiles; the launch gets the same program built for ctl_d's context and ctl_d's own tiles over
+//   the home tiles' host images (same host memory, a device image of its own). Its writes come
+//   back into the home tiles' host images: the one output array holds every side's results.
+// - What device d sees of a home tile is what the loop moved there: `reads` (whole, before the
+//   call's first chunk) and the chunk's `writes`. A launch using any other home tile is refused
+//   (UsageError), except device-only tiles, which are each device's own scratch (never shared).
+// - A call first waits for the home controller's earlier requests on the loop's tiles (a failed
+//   one is thrown then), and moves the reads to every device before any chunk starts. Do not
+//   submit requests on those tiles from other threads while the call runs. On return every
+//   written region is in the home host images (host-latest, as after CPU chunks): requests
+//   submitted later on the home controller (move_to, a host task) see the results; the home
+//   device image of what other devices wrote is stale until moved.
+// - Every controller under the async policy; listed once each; none null (UsageError). Two
+//   controllers may share one physical device. Keep them alive as long as the loop.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -61,8 +80,9 @@ struct LoopBody {
 };
 
 struct LoopOptions {
-  // "logfit", "static:S" (S of each call to the device, 0..1), "dynamic:C" (chunks of C
-  // iterations), "hguided", "oracle" (tries static shares, one per call, keeps the best).
+  // "logfit", "static:S" (S of each call to the devices, 0..1, split evenly among them),
+  // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
+  // "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
   unsigned cpu_workers = 0;  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device)
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
@@ -76,7 +96,7 @@ struct LoopOptions {
 // What one call did.
 struct LoopReport {
   struct Side {
-    std::string name;  // "cpu", or the device's name
+    std::string name;  // "cpu", or the device's name (sides[1 + d] is device d)
     std::size_t iterations = 0, chunks = 0;
     double busy_seconds = 0;  // summed chunk times (CPU: over its workers)
   };
@@ -94,6 +114,9 @@ class HeteroLoop {
  public:
   // Throws UsageError for an unknown scheduler, or a body with neither side.
   HeteroLoop(Controller& device, LoopBody body, LoopOptions options = {});
+  // Over several devices, the first the home controller (above); report sides: "cpu", then one per
+  // device in this order. Also UsageError for an empty list, a null or repeated controller.
+  HeteroLoop(std::vector<Controller*> devices, LoopBody body, LoopOptions options = {});
   ~HeteroLoop();
   HeteroLoop(const HeteroLoop&) = delete;
   HeteroLoop& operator=(const HeteroLoop&) = delete;
@@ -106,13 +129,18 @@ class HeteroLoop {
   LoopReport operator()(std::size_t n);
 
  private:
-  Controller& controller_;
+  Controller* home_ = nullptr;
   std::unique_ptr<detail::LoopState> state_;
 };
 
 // One call of a loop; the scheduler's state is dropped on return.
 inline LoopReport parallel_for(Controller& device, std::size_t n, LoopBody body, LoopOptions options = {}) {
   HeteroLoop loop(device, std::move(body), std::move(options));
+  return loop(n);
+}
+inline LoopReport parallel_for(std::vector<Controller*> devices, std::size_t n, LoopBody body,
+                               LoopOptions options = {}) {
+  HeteroLoop loop(std::move(devices), std::move(body), std::move(options));
   return loop(n);
 }
 

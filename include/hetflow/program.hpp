@@ -33,6 +33,10 @@ class Kernel {
   const KernelArgInfo& arg(std::size_t i) const { return state_->args.at(i); }
   const cl::Kernel& handle() const { return state_->kernel; }
   const cl::Context& context() const { return state_->context; }
+  // The program's source text and the options it was built with (less the engine's own): what
+  // another controller rebuilds it from when a loop over several devices runs the same kernel there.
+  const std::shared_ptr<const std::string>& source() const { return state_->source; }
+  const std::string& build_options() const { return state_->options; }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -42,6 +46,8 @@ class Kernel {
     std::vector<KernelArgInfo> args;
     cl::Kernel kernel;
     cl::Context context;
+    std::shared_ptr<const std::string> source;
+    std::string options;
   };
   std::shared_ptr<State> state_;
 };
@@ -50,9 +56,11 @@ class Kernel {
 // under a lock.
 class Program {
  public:
-  Program(cl::Program program, cl::Context context, std::string label, std::string options);
+  Program(cl::Program program, cl::Context context, std::string label, std::string options,
+          std::shared_ptr<const std::string> source = nullptr);
   const std::string& label() const { return label_; }  // the file it came from, or "<source>"
   const std::string& options() const { return options_; }
+  const std::shared_ptr<const std::string>& source() const { return source_; }  // null if not given
   const std::vector<std::string>& kernel_names() const { return kernel_names_; }
   // Throws UsageError listing the program's kernels when `name` is not one of them.
   Kernel kernel(const std::string& name) const;
@@ -62,6 +70,7 @@ class Program {
   cl::Program program_;
   cl::Context context_;
   std::string label_, options_;
+  std::shared_ptr<const std::string> source_;
   std::vector<std::string> kernel_names_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, Kernel> kernels_;

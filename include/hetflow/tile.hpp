@@ -62,6 +62,9 @@ struct TileState {
   cl::Buffer host_buffer;       // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
   cl::Buffer device_buffer;
   cl::CommandQueue unmap_queue;
+  // Set on a tile another controller made for a loop over several devices (src/device_view.hpp):
+  // `host` is this tile's host image, kept alive here; the tile has a device image of its own.
+  std::shared_ptr<TileState> host_of;
   std::atomic<bool> freed{false};  // free() was called: no new request may use it
   // Where the latest contents are, as the flow-graph nodes (hetflow/flow.hpp) track it to add transfers:
   // 1 host image, 2 device image, 3 both. Requests submitted through the Controller do not change it.

@@ -26,9 +26,10 @@ struct RunOptions {
   int frames = 0;      // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
   std::string policy;  // empty: HETFLOW_POLICY's, else both
   std::string device;
-  unsigned kernel_queues = 0;  // 0: HETFLOW_KERNEL_QUEUES's, else 1
-  int slots = 0;               // sobel: 0 = workloads::kDefaultSobelSlots
-  int host_threads = 0;        // sobel: 0 = the cores the device leaves free
+  std::vector<std::string> devices;  // loops over several devices
+  unsigned kernel_queues = 0;        // 0: HETFLOW_KERNEL_QUEUES's, else 1
+  int slots = 0;                     // sobel: 0 = workloads::kDefaultSobelSlots
+  int host_threads = 0;              // sobel: 0 = the cores the device leaves free
   std::string dump, trace, input, output;
   bool verify = false;
   bool flow_graph = false;           // sobel: the pipeline as a tbb::flow::graph of hetflow's nodes
@@ -46,6 +47,7 @@ void run_loop_workload(const RunOptions& o) {
   LoopRunOptions l;
   l.workload = o.workload;
   l.device = o.device;
+  l.devices = o.devices;
   l.scheduler = o.scheduler;
   l.cpu_workers = o.cpu_workers;
   l.fast_math = o.fast_math;
@@ -261,6 +263,10 @@ void verify_last(const RunOptions& o, const ProblemSize& size, const workloads::
 }
 
 void run(const RunOptions& o) {
+  if (!o.devices.empty() && !is_loop(o.workload))
+    throw UsageError("--devices is for the loop workloads (mandelbrot, nbody, spmv, barneshut); " + o.workload +
+                     " runs on one device (--device)");
+  if (!o.devices.empty() && !o.device.empty()) throw UsageError("give --device or --devices, not both");
   if (is_loop(o.workload)) return run_loop_workload(o);
   const std::vector<Policy> policies = policies_to_run(o);
   const ProblemSize size = problem_size(o);
@@ -290,8 +296,8 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"sobel", "jacobi", "matpow", "mandelbrot", "nbody", "spmv", "barneshut"}))
       ->capture_default_str();
   cmd->add_option("--scheduler", o->scheduler,
-                  "loops: logfit | static:S (device share 0..1) | dynamic:C (chunk) | hguided | oracle (default "
-                  "logfit)");
+                  "loops: logfit | static:S (device share 0..1) | static:S1,S2 (one share per device) | dynamic:C "
+                  "(chunk) | hguided | oracle (default logfit)");
   cmd->add_option("--cpu-workers", o->cpu_workers, "loops: CPU chunks at once (default: cores - 1)")
       ->check(CLI::Range(1, 4096));
   cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
@@ -306,6 +312,10 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"sync", "async", "both"}));
   cmd->add_option("--device", o->device,
                   "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
+  cmd->add_option("--devices", o->devices,
+                  "loops: several devices, comma-separated selections (e.g. nvidia,portable), one controller each; "
+                  "the loop's tiles are the first's")
+      ->delimiter(',');
   cmd->add_option("--kernel-queues", o->kernel_queues,
                   "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
       ->check(CLI::Range(1, 64));

@@ -4,6 +4,8 @@
 #include <hetflow/parallel_for.hpp>
 
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "commands.hpp"
 #include "workloads/loop_registry.hpp"
@@ -11,26 +13,40 @@
 namespace hetflow::cli {
 
 void run_loop(const LoopRunOptions& o) {
-  ControllerOptions copts;
-  copts.device = o.device;
-  copts.profiling = true;  // the schedulers time device chunks by their kernels' profiling counters
-  if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
-  Controller c(copts);
+  const std::vector<std::string> selections = o.devices.empty() ? std::vector<std::string>{o.device} : o.devices;
+  std::vector<std::unique_ptr<Controller>> ctls;
+  std::vector<Controller*> list;
+  for (const auto& sel : selections) {
+    ControllerOptions copts;
+    copts.device = sel;
+    copts.profiling = true;  // the schedulers time device chunks by their kernels' profiling counters
+    if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
+    ctls.push_back(std::make_unique<Controller>(copts));
+    list.push_back(ctls.back().get());
+  }
+  Controller& c = *ctls.front();  // the home controller: the workload's tiles and kernels
   auto w = workloads::make_loop_workload(c, o.workload, o.size, o.fast_math);
-  HeteroLoop loop(c, w->body(), {.scheduler = o.scheduler, .cpu_workers = o.cpu_workers});
-  std::printf("hetflow run %s on %s (%s), scheduler %s\n\n", w->describe().c_str(), c.device().name.c_str(),
-              c.device().platform_name.c_str(), o.scheduler.c_str());
-  std::printf("%-5s %10s %14s %8s %14s %8s\n", "call", "time s", "cpu iters", "chunks", "device iters", "chunks");
+  HeteroLoop loop(list, w->body(), {.scheduler = o.scheduler, .cpu_workers = o.cpu_workers});
+  std::printf("hetflow run %s on ", w->describe().c_str());
+  for (std::size_t d = 0; d < ctls.size(); ++d)
+    std::printf("%s%s (%s)", d ? " + " : "", ctls[d]->device().name.c_str(), ctls[d]->device().platform_name.c_str());
+  std::printf(", scheduler %s\n\n", o.scheduler.c_str());
+  std::printf("%-5s %10s %14s %8s", "call", "time s", "cpu iters", "chunks");
+  for (std::size_t d = 0; d < ctls.size(); ++d)
+    std::printf(" %14s %8s", ctls.size() == 1 ? "device iters" : ("dev" + std::to_string(d) + " iters").c_str(),
+                "chunks");
+  std::printf("\n");
   LoopReport last;
   for (int call = 0; call < o.calls; ++call) {
     w->before_call();
     w->clear_output();
     last = loop(w->size());
-    std::printf("%-5d %10.4f %14zu %8zu %14zu %8zu\n", call, last.seconds, last.sides[0].iterations,
-                last.sides[0].chunks, last.sides[1].iterations, last.sides[1].chunks);
+    std::printf("%-5d %10.4f", call, last.seconds);
+    for (const auto& side : last.sides) std::printf(" %14zu %8zu", side.iterations, side.chunks);
+    std::printf("\n");
   }
   std::printf("\n%s\n", last.scheduler.c_str());
-  write_requested_dumps(c, o.dump, o.trace);
+  write_requested_dumps(c, o.dump, o.trace);  // the home controller's requests (the CPU chunks')
   if (o.verify) {
     const auto check = w->check();
     std::printf("verify against the sequential reference: %s\n", check.str().c_str());
