@@ -1,12 +1,15 @@
 #pragma once
-// Wakes now and then to check the device commands that completion hooks wait for, while any hook
-// waits on one. Hooks (Controller::on_ready) run when their commands end, but nobody may block or spin
-// for them, and the driver's word can come late or not at all: NVIDIA's completion callbacks arrive
-// milliseconds late, PoCL 3.1's never fire for a command that failed (docs/drivers.md). Waits and host
-// tasks check on their way; a pipeline of hooks may have neither, so this thread does, sleeping in
-// between (100 us, doubling to 1 ms while nothing ends) and not at all while no hook waits. A
-// shorter longest interval does not speed up the flow-graph Sobel on the H200 (250 us and 100 us
-// against 1 ms, perf/RESULTS.md 2026-11-25), so 1 ms stays and spares the CPU.
+// Wakes now and then to check the device commands that completion hooks and host tasks wait for,
+// while any waits on one. Hooks (Controller::on_ready) run when their commands end, but nobody may
+// block or spin for them, and the driver's word can come late or not at all: NVIDIA's completion
+// callbacks arrive milliseconds late, PoCL 3.1's never fire for a command that failed
+// (docs/drivers.md). Waits and host tasks check on their way, but a pipeline of hooks may have
+// neither, and a host task after a D2H waited for whichever thread checked next (Jacobi 8192 on the
+// H200: 9 % behind hand-written OpenCL, 2.5 % ahead once host tasks held this thread too). So this
+// thread checks, sleeping in between (100 us, doubling to 1 ms while nothing ends) and not at all
+// while nothing waits. A shorter longest interval does not speed up the flow-graph Sobel on the
+// H200 (250 us and 100 us against 1 ms, perf/RESULTS.md 2026-11-25), so 1 ms stays and spares the
+// CPU.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -23,8 +26,8 @@ class CompletionPoller {
   CompletionPoller(const CompletionPoller&) = delete;
   CompletionPoller& operator=(const CompletionPoller&) = delete;
 
-  void hold();     // a hook now waits on a device command (starts the thread the first time)
-  void release();  // that hook ran
+  void hold();     // a hook or host task now waits on a device command (starts the thread the first time)
+  void release();  // it is ready to run, or ended
 
  private:
   void run();
