@@ -137,6 +137,26 @@ TEST_CASE("on_ready fires when the driver's completion callbacks never come (the
   c.wait_all();
 }
 
+// Host tasks share the hooks' way of learning that a device command ended: NVIDIA's callbacks come
+// ~17 ms late (docs/drivers.md), so the completion poller checks while a host task waits on one.
+// Here they never come, and no thread waits or enqueues after the D2H: only the poller can start it.
+TEST_CASE("a host task after a device command runs when completion callbacks never come and nobody waits") {
+  ::setenv("HETFLOW_DEBUG_DROP_CALLBACKS", "1", 1);
+  Controller c(test::options(Policy::async));
+  ::unsetenv("HETFLOW_DEBUG_DROP_CALLBACKS");
+  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+  auto x = c.tile<float>(1024, "x");
+  test::fill(x, 0.0f);
+  c.move_to(x);
+  c.launch(k, Range(1024), io(x), 1024, 1.0f);
+  c.move_from(x);
+  std::atomic<bool> ran{false};
+  c.host_task(
+      "reader", [&] { ran = test::all_equal(x, 1.0f); }, in(x));
+  REQUIRE(eventually(ran));
+  c.wait_all();
+}
+
 TEST_CASE("a hook may submit requests, is ordered before later writers of its tiles, and its throw is reported") {
   Controller c(test::options(Policy::async));
   auto k = c.kernel("hetflow_test.cl", "scale_in_place");
