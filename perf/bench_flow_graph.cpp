@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_sizes.hpp"
 #include "bench_timing.hpp"
 #include "native/native_workloads.hpp"
@@ -33,10 +34,7 @@ int main(int argc, char** argv) {
   const int frames = std::atoi(argv[2]);
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   std::vector<int> slot_counts;
-  {
-    std::stringstream ss(argc > 4 ? argv[4] : "2,4");
-    for (std::string item; std::getline(ss, item, ',');) slot_counts.push_back(std::stoi(item));
-  }
+  for (const auto& item : bench::split_list(argc > 4 ? argv[4] : "2,4")) slot_counts.push_back(std::stoi(item));
   try {
     const auto device = select_device();
     const std::string kernels = native::kernel_dir(HETFLOW_SOURCE_KERNEL_DIR_FOR_BENCH);

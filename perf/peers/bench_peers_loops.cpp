@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_timing.hpp"
 #include "native/native_workloads.hpp"
 #include "peers/starpu_workloads.hpp"
@@ -48,14 +49,6 @@ std::size_t number(const std::string& what, const std::string& text, std::size_t
   if (used == 0 || used != text.size() || value > max)
     throw UsageError(what + " must be a whole number up to " + std::to_string(max) + " (got '" + text + "')");
   return value;
-}
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string s; std::getline(ss, s, ',');)
-    if (!s.empty()) out.push_back(s);
-  return out;
 }
 
 struct Row {
@@ -98,7 +91,8 @@ int main(int argc, char** argv) {
     const std::size_t asked_chunk = args.size() > 3 ? number("CHUNK", args[3], n) : 0;  // 0: the default
     const std::size_t chunk = asked_chunk ? asked_chunk : std::max<std::size_t>(64, n / 64);
     const int rounds = args.size() > 4 ? int(number("ROUNDS", args[4], int_max)) : 3;
-    std::vector<std::string> schedulers = args.size() > 5 ? split(args[5]) : std::vector<std::string>{"dmda", "eager"};
+    std::vector<std::string> schedulers =
+        args.size() > 5 ? bench::split_list(args[5]) : std::vector<std::string>{"dmda", "eager"};
     if (const char* env = std::getenv("STARPU_SCHED"); env && *env) schedulers = {env};
     if (n == 0 || steps <= 0 || rounds <= 0 || schedulers.empty())
       throw UsageError("N, STEPS and ROUNDS must be positive and SCHEDULERS not empty");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_sizes.hpp"
+#include "bench_args.hpp"
 #include "bench_timing.hpp"
 #include "native/native_workloads.hpp"
 #include "peers/starpu_workloads.hpp"
@@ -39,14 +40,6 @@ bool same(const workloads::RunResult& r, const native::Result& ref) {
          r.checksum == ref.checksum;
 }
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string s; std::getline(ss, s, ',');)
-    if (!s.empty()) out.push_back(s);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,7 +54,7 @@ int main(int argc, char** argv) {
     const auto [w, h] = bench::parse_size(argv[2]);
     const int steps = std::atoi(argv[3]);
     const int repeats = argc > 4 ? std::atoi(argv[4]) : 5;
-    std::vector<std::string> schedulers = argc > 5 ? split(argv[5]) : peers::starpu_schedulers();
+    std::vector<std::string> schedulers = argc > 5 ? bench::split_list(argv[5]) : peers::starpu_schedulers();
     if (const char* env = std::getenv("STARPU_SCHED"); env && *env) schedulers = {env};
     if (w <= 0 || h <= 0 || steps <= 0 || repeats <= 0 || schedulers.empty())
       throw UsageError("SIZE, STEPS and REPEATS must be positive and SCHEDULERS not empty");
