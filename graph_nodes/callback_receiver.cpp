@@ -41,7 +41,7 @@ void Engine::settle_running_preds(Request& r) {
   // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r
   // (through its device_dependants) before r could be reported done. Iterative: a long chain of
   // unobserved commands must not become a deep recursion.
-  std::vector<RequestPtr> unsettled, stack;
+  RequestList unsettled, stack;
   {
     std::lock_guard lock(r.m);
     for (const auto& p : r.running_preds)

@@ -66,7 +66,7 @@ void DispatchStep::wait_preds(Request& w) {
 
 void DispatchStep::track_hazards(const RequestPtr& r) {
   auto done = [this](const RequestPtr& x) { return is_done(x); };
-  std::vector<RequestPtr>& preds = r->preds;
+  RequestList& preds = r->preds;
   edge_scratch_.clear();
   for (const auto& a : r->accesses) {
     AccessPlan plans[2];

@@ -32,7 +32,7 @@ class DispatchStep {
 
   Engine& engine_;
   Tracker tracker_;
-  std::vector<RequestPtr> untracked_;  // requests without tile accesses, and frees
+  RequestList untracked_;  // requests without tile accesses, and frees
   std::vector<Tracker::Edge> edge_scratch_;
 };
 

@@ -84,7 +84,7 @@ StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_laun
 void StreamingStep::enqueue(const RequestPtr& r) {
   // r, then the commands its enqueue releases (they waited for r's event to exist). `released`
   // allocates only when there are some: this runs for every device request.
-  std::vector<RequestPtr> released;
+  RequestList released;
   for (RequestPtr x = r; x;) {
     try {
       advance(x, released);
@@ -101,7 +101,7 @@ void StreamingStep::enqueue(const RequestPtr& r) {
     flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
 }
 
-void StreamingStep::advance(const RequestPtr& r, std::vector<RequestPtr>& released) {
+void StreamingStep::advance(const RequestPtr& r, RequestList& released) {
   if (r->ended()) return;  // terminated with a failed command
   if (r->stage == DeviceStage::dispatched) {
     r->stage = DeviceStage::held;
@@ -136,7 +136,7 @@ void Engine::end_after_preds(const RequestPtr& r, Status s, std::string why) {
   arm_host_side(r);  // → ready(r) once they have ended
 }
 
-void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released) {
+void Engine::release_held(const RequestPtr& h, RequestList* released) {
   if (h->enqueue_unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (released) {
     released->push_back(h);  // on the streaming node already
@@ -146,7 +146,7 @@ void Engine::release_held(const RequestPtr& h, std::vector<RequestPtr>* released
   streaming_.try_put(h);
 }
 
-void StreamingStep::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released) {
+void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) {
   // The step's own list, reused: one allocation less per command (a nested step would find it
   // taken and start an empty one).
   std::vector<cl_event> wait_list = std::move(spare_wait_list_);
@@ -156,12 +156,11 @@ void StreamingStep::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>
     std::vector<cl_event>& spare;
     ~GiveBack() { spare = std::move(list); }
   } give_back{wait_list, spare_wait_list_};
-  std::vector<RequestPtr> running;  // the predecessors whose events r waits on
-  if (std::string cause = collect_wait_list(*r, wait_list, running); !cause.empty()) {
+  if (std::string cause = collect_wait_list(*r, wait_list); !cause.empty()) {
     engine_.end_after_preds(r, Status::cancelled, std::move(cause));
     return;
   }
-  for (const auto& p : running) flush_for_wait(p->lane, r->lane);
+  for (const auto& p : r->preds) flush_for_wait(p->lane, r->lane);
   if (r->kind == Kind::kernel && chains_launches()) chain_previous_launch(*r, wait_list);
   cl_event ev = nullptr;
   std::string what;
@@ -172,28 +171,37 @@ void StreamingStep::enqueue_command(const RequestPtr& r, std::vector<RequestPtr>
     engine_.end_after_preds(r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
   }
-  r->preds.clear();  // only now: their events had to live through the enqueue
+  // Only now: their events had to live through the enqueue.
+  RequestList running = std::move(r->preds);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
   after_enqueue(r, ev, std::move(running), released);
 }
 
-std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& wait_list,
-                                             std::vector<RequestPtr>& running) {
+std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& wait_list) {
   std::string cause;
   {
     std::lock_guard lock(r.m);
     cause = std::move(r.cancel_cause);
   }
   if (!cause.empty()) return cause;
-  for (const auto& p : r.preds) {
-    std::lock_guard lock(p->m);
-    const Status s = p->status.load();
-    cl_event e = p->event.load();
-    if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(*p, s);
-    if (s == Status::done) continue;
-    wait_list.push_back(e);
-    running.push_back(p);
+  // r.preds keeps the running ones in front, in order, and loses the ended ones: it becomes r's
+  // running_preds without another vector per command. Swapped, not moved, so that when a failed
+  // one cuts the loop short every predecessor is still there for end_after_preds.
+  std::size_t running = 0;
+  for (std::size_t i = 0; i < r.preds.size(); ++i) {
+    Request& p = *r.preds[i];
+    {
+      std::lock_guard lock(p.m);
+      const Status s = p.status.load();
+      cl_event e = p.event.load();
+      if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(p, s);
+      if (s == Status::done) continue;
+      wait_list.push_back(e);
+    }
+    if (running != i) std::swap(r.preds[running], r.preds[i]);
+    ++running;
   }
+  r.preds.resize(running);
   return {};
 }
 
@@ -235,8 +243,7 @@ cl_int StreamingStep::enqueue_on_driver(Request& r, const std::vector<cl_event>&
   return err;
 }
 
-void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
-                                  std::vector<RequestPtr>& released) {
+void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released) {
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
   std::string failed_pred;
   for (const auto& p : running) {
@@ -246,20 +253,16 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
     else if (s != Status::done && failed_pred.empty())
       failed_pred = dependency_cause(*p, s);
   }
-  {
-    std::lock_guard lock(r->m);
-    r->running_preds = std::move(running);
-  }
   if (r->kind == Kind::kernel && chains_launches())
     last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
-  r->event.store(ev);
-  if (engine_.policy == Policy::async)
-    flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
-
   bool register_now = false;
-  std::vector<RequestPtr> held;
+  RequestList held;
   {
+    // One lock for all of it: whoever sees the event may complete r, and r's outcome is settled
+    // only after its running predecessors' (Engine::settle_running_preds).
     std::lock_guard lock(r->m);
+    r->running_preds = std::move(running);
+    r->event.store(ev);
     r->stage = DeviceStage::enqueued;
     held.swap(r->held);
     if (r->watch == Watch::requested) {
@@ -267,6 +270,8 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::vector<
       register_now = true;
     }
   }
+  if (engine_.policy == Policy::async)
+    flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) {
     engine_.watch(r);  // flushes r's queue

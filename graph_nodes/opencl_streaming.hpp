@@ -42,15 +42,15 @@ class StreamingStep {
 
  private:
   // Count what r waits for, then enqueue it once nothing is left.
-  void advance(const RequestPtr& r, std::vector<RequestPtr>& released);
+  void advance(const RequestPtr& r, RequestList& released);
   // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
   // PoCL chaining they need, the driver call, then what r's enqueue releases.
-  void enqueue_command(const RequestPtr& r, std::vector<RequestPtr>& released);
-  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::vector<RequestPtr>& running);
+  void enqueue_command(const RequestPtr& r, RequestList& released);
+  // The events r waits on, r.preds cut to the predecessors still running; or why r is cancelled.
+  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list);
   void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
-  void after_enqueue(const RequestPtr& r, cl_event ev, std::vector<RequestPtr> running,
-                     std::vector<RequestPtr>& released);
+  void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released);
   // Settles, oldest first, the lane's commands that ended well unobserved (now and then; a few at most).
   void settle_ended(unsigned lane);
 

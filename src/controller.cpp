@@ -41,18 +41,20 @@ ClType cl_type(std::string_view type) {
                                     {"float", 4, 'f'},  {"long", 8, 'i'},   {"ulong", 8, 'i'}, {"double", 8, 'f'},
                                     {"size_t", 0, 0},   {"ptrdiff_t", 0, 0}};
   ClType t;
-  if (const auto digits = type.find_first_of("0123456789"); digits != std::string_view::npos) {
+  // A plain loop, not find_first_of: that calls memchr once per character, on every launch.
+  std::size_t digits = 0;
+  while (digits < type.size() && (type[digits] < '0' || type[digits] > '9')) ++digits;
+  if (digits < type.size()) {
     t.lanes = 0;
-    for (const char c : type.substr(digits)) {
-      if (c < '0' || c > '9') break;
-      t.lanes = t.lanes * 10 + std::size_t(c - '0');
-    }
+    for (std::size_t i = digits; i < type.size() && type[i] >= '0' && type[i] <= '9'; ++i)
+      t.lanes = t.lanes * 10 + std::size_t(type[i] - '0');
     type = type.substr(0, digits);
   }
   for (const auto& k : known)
-    if (k.name == type) {
+    if (k.name.size() == type.size() && k.name == type) {
       t.bytes = k.bytes;
       t.kind = k.kind;
+      break;
     }
   return t;
 }
@@ -284,7 +286,9 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
   std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
-  auto r = make_request<KernelWork>(Kind::kernel, kernel.name(), KernelWork{kernel, range, std::move(args)});
+  std::string name = kernel.name();
+  auto r =
+      make_request<KernelWork>(Kind::kernel, std::move(name), KernelWork{std::move(kernel), range, std::move(args)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));  // which picks its kernel queue
 }

@@ -71,8 +71,8 @@ class DependencyTracker {
   }
 
   // Every request still outstanding on `tile` (both images), each once.
-  template <class IsDone>
-  void outstanding(std::uint64_t tile, IsDone&& is_done, std::vector<Handle>& out) {
+  template <class IsDone, class Handles>
+  void outstanding(std::uint64_t tile, IsDone&& is_done, Handles& out) {
     auto it = lists_.find(tile);
     if (it == lists_.end()) return;
     for (auto& list : it->second) {
@@ -83,8 +83,8 @@ class DependencyTracker {
   }
 
   // Every request still outstanding on any tile, each once; drops tiles left with nothing.
-  template <class IsDone>
-  void outstanding_all(IsDone&& is_done, std::vector<Handle>& out) {
+  template <class IsDone, class Handles>
+  void outstanding_all(IsDone&& is_done, Handles& out) {
     for (auto it = lists_.begin(); it != lists_.end();) {
       outstanding(it->first, is_done, out);
       if (it->second[0].empty() && it->second[1].empty())

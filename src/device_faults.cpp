@@ -57,7 +57,7 @@ void Engine::fail_lane(unsigned lane, cl_int err) {
   // when someone does (watch() flushes again).
   const std::string why = "clFlush of queue " + std::to_string(lane) + " failed: " + cl_error_name(err);
   mark_lost(why);
-  std::vector<RequestPtr> stranded;
+  RequestList stranded;
   {
     std::lock_guard lock(watched_mutex_);
     for (const auto& r : watched_)

@@ -295,12 +295,12 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 }
 
 namespace {
-thread_local std::vector<RequestPtr>* launch_collector = nullptr;
+thread_local RequestList* launch_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
-thread_local std::vector<RequestPtr>* deferred_blocking = nullptr;
+thread_local RequestList* deferred_blocking = nullptr;
 }  // namespace
 
-void Engine::collect_launches(std::vector<RequestPtr>* into) { launch_collector = into; }
+void Engine::collect_launches(RequestList* into) { launch_collector = into; }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
 Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
@@ -509,7 +509,7 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
 }
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  std::vector<RequestPtr> waiters, dependants, held;
+  RequestList waiters, dependants, held;
   {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
@@ -655,7 +655,7 @@ void Engine::deliver_from_callback(const std::shared_ptr<void>& hub_ptr, const R
 }
 
 bool Engine::poll_watched() {
-  std::vector<RequestPtr> ended;
+  RequestList ended;
   {
     std::lock_guard lock(watched_mutex_);
     std::erase_if(watched_, [&](const RequestPtr& r) {

@@ -55,7 +55,7 @@ class Engine {
   void submit(RequestPtr r);
   // While set on a thread, the kernel launches it submits are also appended here: how a loop learns
   // which commands a device chunk's body launched, to time them by profiling (src/hetero_loop.cpp).
-  static void collect_launches(std::vector<RequestPtr>* into);
+  static void collect_launches(RequestList* into);
   // While one is open on a thread, the requests that thread submits are recorded as made by that
   // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a
   // loop's device body makes on the Controller. Nested scopes restore the outer one: under sync a
@@ -85,8 +85,8 @@ class Engine {
 
    private:
     Engine& engine_;
-    std::vector<RequestPtr> deferred_;
-    std::vector<RequestPtr>* saved_;
+    RequestList deferred_;
+    RequestList* saved_;
   };
   FlowTopology& flow_topology() { return flow_topology_; }
   const FlowTopology& flow_topology() const { return flow_topology_; }
@@ -172,7 +172,7 @@ class Engine {
   void end_after_preds(const RequestPtr& r, Status s, std::string why);
   // A predecessor of h ended or was enqueued; on the streaming node `released` collects h when
   // nothing is left, elsewhere h is put to the streaming node.
-  void release_held(const RequestPtr& h, std::vector<RequestPtr>* released);
+  void release_held(const RequestPtr& h, RequestList* released);
   bool is_done(const RequestPtr& r);
   void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
   void ready(const RequestPtr& r);
@@ -208,13 +208,13 @@ class Engine {
   StreamingStep streaming_step_;
 
   std::mutex watched_mutex_;
-  std::vector<RequestPtr> watched_;  // device requests with a host-side consumer, not yet seen complete
+  RequestList watched_;  // device requests with a host-side consumer, not yet seen complete
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;
 
   mutable std::mutex history_mutex_;
-  std::vector<RequestPtr> history_;  // every request, when recording
+  RequestList history_;  // every request, when recording
   FlowTopology flow_topology_;
   std::shared_ptr<ControllerLife> life_ = std::make_shared<ControllerLife>();
 

@@ -4,7 +4,7 @@
 namespace hetflow::detail {
 
 std::vector<RequestRecord> Engine::records() const {
-  std::vector<RequestPtr> snapshot;
+  RequestList snapshot;
   {
     std::lock_guard lock(history_mutex_);
     snapshot = history_;

@@ -25,7 +25,7 @@ std::string range_text(Chunk c) { return "[" + std::to_string(c.begin) + ", " + 
 // The launches a device chunk's body submits, collected on this thread while it runs.
 class LaunchesOf {
  public:
-  explicit LaunchesOf(std::vector<RequestPtr>& into) { Engine::collect_launches(&into); }
+  explicit LaunchesOf(RequestList& into) { Engine::collect_launches(&into); }
   ~LaunchesOf() { Engine::collect_launches(nullptr); }
   LaunchesOf(const LaunchesOf&) = delete;
   LaunchesOf& operator=(const LaunchesOf&) = delete;
@@ -34,7 +34,7 @@ class LaunchesOf {
 // A device chunk's time: from its kernels' profiling counters (first start to last end) where the
 // queues profile, since completion notices can come a millisecond late (NVIDIA's callbacks, the
 // poller's interval) and would swamp small chunks; else the host time from submission to the notice.
-double device_seconds(const Engine& engine, const std::vector<RequestPtr>& kernels, double host_seconds) {
+double device_seconds(const Engine& engine, const RequestList& kernels, double host_seconds) {
   std::int64_t first = -1, last = -1;
   for (const auto& k : kernels) {
     std::int64_t start = 0, end = 0;
@@ -225,7 +225,7 @@ void LoopState::next_device(unsigned d) {
   std::optional<Engine::FlowNodeScope> made_by;
   if (!view) made_by.emplace(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
-  auto kernels = std::make_shared<std::vector<RequestPtr>>();
+  auto kernels = std::make_shared<RequestList>();
   try {
     // Before the body runs: its launches may use only tiles the device already has (DeviceView).
     if (view)
@@ -269,7 +269,7 @@ void LoopState::next_device(unsigned d) {
 void LoopState::device_chunk_synchronously(Chunk chunk) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string failure;
-  std::vector<RequestPtr> kernels;
+  RequestList kernels;
   try {
     {
       LaunchesOf collecting(kernels);

@@ -6,6 +6,7 @@
 #include <hetflow/program.hpp>
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>
+#include <tbb/scalable_allocator.h>
 
 #include <atomic>
 #include <cstdint>
@@ -60,6 +61,21 @@ inline bool on_device(Kind k) { return k == Kind::h2d || k == Kind::d2h || k == 
 struct Request;
 using RequestPtr = std::shared_ptr<Request>;
 
+// Requests are made on the submitting thread and freed wherever they end (the streaming step, a
+// wait, a completion on a TBB worker), a few at a time: a pattern that misses glibc's per-thread
+// cache and takes the arena's lock and slow path for most of them (callgrind, perf/RESULTS.md
+// 2026-11-25 "Per request"). oneTBB's scalable allocator keeps per-thread pools that take frees
+// from other threads. AddressSanitizer sees only malloc's blocks, so its builds keep the default.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+template <class T>
+using RequestAllocator = std::allocator<T>;
+#else
+template <class T>
+using RequestAllocator = tbb::scalable_allocator<T>;
+#endif
+// The lists of requests a request keeps (predecessors, waiters, ...) come and go with it.
+using RequestList = std::vector<RequestPtr, RequestAllocator<RequestPtr>>;
+
 // What a request does, one payload per kind; what every kind shares is Request's own header.
 struct TransferWork {};  // H2D, D2H: its one access says what moves where
 struct KernelWork {
@@ -76,9 +92,9 @@ struct HookWork {
 };
 // wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
 struct WaitWork {
-  std::vector<RequestPtr> on;            // explicit requests (sync policy)
-  std::shared_ptr<TileState> tile;       // wait(t); null with `on` empty: wait_all
-  std::vector<RequestPtr> device_preds;  // under m: device commands still pending at arming
+  RequestList on;                   // explicit requests (sync policy)
+  std::shared_ptr<TileState> tile;  // wait(t); null with `on` empty: wait_all
+  RequestList device_preds;         // under m: device commands still pending at arming
   // Under m: every predecessor has ended. The waiting thread sleeps on the condition variable
   // between its polls (Engine::wait_request).
   bool released = false;
@@ -133,7 +149,7 @@ struct Request : std::enable_shared_from_this<Request> {
   // Dependencies. `preds` is set by the dispatcher and consumed by the streaming step or the arming
   // of host-side requests: deduplicated, not known complete at dispatch (device requests: their
   // device predecessors only).
-  std::vector<RequestPtr> preds;
+  RequestList preds;
   std::string cancel_cause;  // under m; non-empty: a predecessor failed; do not run
   std::string failure;       // under m; a device request the driver refused: why (Engine::end_after_preds)
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
@@ -144,12 +160,12 @@ struct Request : std::enable_shared_from_this<Request> {
   std::atomic<int> enqueue_unmet{0};  // predecessors still to end or be enqueued, +1 while arming
   // Device requests waiting for this one to end (a host request) or be enqueued (a device
   // request); under m. If it fails first they are cancelled, once their other predecessors have ended.
-  std::vector<RequestPtr> held;
+  RequestList held;
   // Host-side consumers (host tasks, hooks, waits, and device requests that will not run): the
   // predecessors still to complete (+1 while arming), and, on a predecessor, the consumers to
   // release at its completion (under m).
   std::atomic<int> unmet{0};
-  std::vector<RequestPtr> waiters;
+  RequestList waiters;
 
   // Device side.
   DeviceStage stage = DeviceStage::dispatched;
@@ -158,11 +174,11 @@ struct Request : std::enable_shared_from_this<Request> {
   // Device commands whose wait list holds this request's event (under m). If this request fails,
   // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).
-  std::vector<RequestPtr> device_dependants;
+  RequestList device_dependants;
   // The other side: the predecessors in r's own wait list that had not ended at its enqueue (under
   // m). r's outcome is settled only after theirs (Engine::finish_device): a command that ran after
   // one that faulted may itself report success over garbage.
-  std::vector<RequestPtr> running_preds;
+  RequestList running_preds;
 
   // Outcome. `status` leaves `pending` once, under m, as the last step of Engine::finish: whoever
   // sees it ended (ended(), lock-free) may count on the rest of the outcome being in place.
@@ -190,7 +206,8 @@ struct Request : std::enable_shared_from_this<Request> {
 // A request of kind `k` with its payload W built from `args`.
 template <class W, class... Args>
 RequestPtr make_request(Kind k, std::string name, Args&&... args) {
-  return std::make_shared<Request>(k, std::move(name), std::in_place_type<W>, std::forward<Args>(args)...);
+  return std::allocate_shared<Request>(RequestAllocator<Request>{}, k, std::move(name), std::in_place_type<W>,
+                                       std::forward<Args>(args)...);
 }
 
 // Why a dependant of `p` is not run: "request #12 'fill' that it depends on failed".
