@@ -97,8 +97,19 @@ void StreamingStep::enqueue(const RequestPtr& r) {
       released.pop_back();
     }
   }
-  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async)
-    flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
+  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async &&
+      flush_policy_.idle_at(engine_.now_ns(), [this](unsigned q) { engine_.flush(q); }) && !flush_owed_) {
+    flush_owed_ = true;
+    engine_.poller_.flush_soon();
+  }
+}
+
+bool StreamingStep::pay_owed_flush() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock) return true;  // the step is running: look again at the next tick
+  if (flush_policy_.idle(engine_.now_ns(), [this](unsigned q) { engine_.flush(q); })) return true;
+  flush_owed_ = false;
+  return false;
 }
 
 void StreamingStep::advance(const RequestPtr& r, RequestList& released) {

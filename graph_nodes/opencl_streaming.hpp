@@ -37,6 +37,16 @@ class StreamingStep {
   // Under mutex(): the flush OpenCL requires before a command on another queue waits on `lane`.
   void flush_for_wait(unsigned lane, unsigned own_lane);
   void flushed(unsigned lane) { flush_policy_.flushed(lane); }
+  // Flushes what an idle step put off (src/flush_policy.hpp); from the completion poller's thread.
+  // Returns whether it must be called again (it flushed something, or the step was running).
+  bool pay_owed_flush();
+  // For tests: a queue holds commands not flushed yet, or a put-off flush is still owed.
+  bool unflushed() {
+    std::lock_guard lock(mutex_);
+    for (unsigned q = 0; q < unobserved_.size(); ++q)
+      if (flush_policy_.dirty(q)) return true;
+    return flush_owed_;
+  }
   bool chains_launches() const { return kernel_cache_.taken(); }
   const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
 
@@ -71,6 +81,7 @@ class StreamingStep {
   std::vector<std::deque<RequestPtr>> unobserved_;
   std::vector<unsigned> since_settled_;    // per lane: enqueues since settle_ended last looked
   std::vector<cl_event> spare_wait_list_;  // enqueue_command's, kept between commands
+  bool flush_owed_ = false;                // the poller was asked to pay a put-off flush
 };
 
 }  // namespace hetflow::detail
