@@ -82,6 +82,7 @@ class StreamingStep {
   std::vector<unsigned> since_settled_;    // per lane: enqueues since settle_ended last looked
   std::vector<cl_event> spare_wait_list_;  // enqueue_command's, kept between commands
   bool flush_owed_ = false;                // the poller was asked to pay a put-off flush
+  std::vector<unsigned> owed_queues_;      // pay_owed_flush()'s, on the poller's thread only
 };
 
 }  // namespace hetflow::detail
