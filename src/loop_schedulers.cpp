@@ -32,8 +32,9 @@ void LoopScheduler::record_device(unsigned d, std::size_t iterations, double sec
   on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
-void LoopScheduler::restart(std::size_t iterations, double last_call_seconds) {
+void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu) {
   std::lock_guard lock(m_);
+  with_cpu_ = with_cpu;
   on_restart(iterations, last_call_seconds);
 }
 

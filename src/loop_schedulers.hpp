@@ -36,8 +36,9 @@ class LoopScheduler {
   void record_cpu(std::size_t iterations, double seconds);
   void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
-  // (0 for the first call), end to end.
-  void restart(std::size_t iterations, double last_call_seconds = 0);
+  // (0 for the first call), end to end. `with_cpu`: the loop has a CPU body (else no CPU chunk is
+  // asked for, and the devices must share the range among themselves).
+  void restart(std::size_t iterations, double last_call_seconds = 0, bool with_cpu = true);
 
  protected:
   // Called under the scheduler's lock; `d` < devices().
@@ -46,11 +47,14 @@ class LoopScheduler {
   virtual void on_cpu(std::size_t, double) {}
   virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
+  // Whether this call has CPU workers at all (restart's `with_cpu`).
+  bool cpu_runs() const { return with_cpu_; }
   const unsigned cpu_workers_;
   const unsigned devices_;
 
  private:
   std::mutex m_;
+  bool with_cpu_ = true;
 };
 
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
