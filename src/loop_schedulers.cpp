@@ -391,44 +391,136 @@ HGuidedScheduler::HGuidedScheduler(unsigned cpu_workers, unsigned devices, doubl
     : LoopScheduler(cpu_workers, devices),
       k_(k > 0 ? k : 2.0),
       min_chunk_(std::max<std::size_t>(1, min_chunk)),
-      device_thr_(devices_, 0.0) {}
+      dev_(devices_) {}
 
 std::string HGuidedScheduler::name() const { return "hguided"; }
 
+void HGuidedScheduler::on_restart(std::size_t, double) {
+  for (Device& dev : dev_) dev.stopped = false, dev.busy_until = 0;
+}
+
 bool HGuidedScheduler::all_measured() const {
-  return cpu_thr_ > 0 && std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
+  // Without a CPU body no CPU chunk is ever timed: waiting for one kept every device on its probe
+  // size for the whole call, the slow one as large as the fast one (simulated, devices only:
+  // 96.5 ms where the fast device alone took 77.7).
+  return (!cpu_runs() || cpu_thr_ > 0) &&
+         std::all_of(dev_.begin(), dev_.end(), [](const Device& d) { return d.power > 0; });
 }
 
-std::size_t HGuidedScheduler::package(std::size_t remaining, double power) const {
-  const double total = double(cpu_workers_) * cpu_thr_ + std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
-  const double size = double(remaining) * power / (k_ * total);
-  return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(size), remaining)));
+double HGuidedScheduler::total_power() const {
+  double total = cpu_runs() ? double(cpu_workers_) * cpu_thr_ : 0.0;
+  for (const Device& dev : dev_)
+    if (!dev.stopped) total += dev.power;
+  return total;
 }
 
-std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double) {
+double HGuidedScheduler::device_seconds(const Device& dev, double p) const {
+  return std::max(p / dev.power, dev.floor) + std::max(0.0, dev.fixed);
+}
+
+double HGuidedScheduler::others_end(double now, double work, const Device* except, bool except_worker) const {
+  // When the sides but one would end `work` more iterations: each from when its chunk in flight
+  // ends (a device's, as handed out; a CPU worker's are short), at its power.
+  auto capacity = [&](double t) {
+    double c = cpu_runs() ? (double(cpu_workers_) - (except_worker ? 1 : 0)) * cpu_thr_ * (t - now) : 0.0;
+    for (const Device& dev : dev_)
+      if (&dev != except && !dev.stopped && dev.power > 0) c += dev.power * std::max(0.0, t - std::max(now, dev.busy_until));
+    return c;
+  };
+  double hi = now + 1e-3;
+  for (int i = 0; capacity(hi) < work; ++i) {
+    if (i == 60) return std::numeric_limits<double>::infinity();  // nobody else can take it
+    hi = now + 2 * (hi - now);
+  }
+  double lo = now;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (capacity(mid) < work ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+std::size_t HGuidedScheduler::bounded(std::size_t remaining, std::size_t want, double now, const Device* dev) const {
+  // The package must end by the time the other sides end the rest: the largest that does (the
+  // end of the side's own package grows with it, the others' end shrinks), none if even the
+  // smallest would end later.
+  auto own_end = [&](double p) {
+    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p) : now + p / cpu_thr_;
+  };
+  auto fits = [&](double p) { return own_end(p) <= others_end(now, double(remaining) - p, dev, !dev); };
+  if (fits(double(want))) return want;
+  const double least = dev ? double(std::min(min_chunk_, remaining)) : 1.0;
+  if (!fits(least)) return 0;
+  double lo = least, hi = double(want);
+  for (int i = 0; i < 40 && hi - lo > 1; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return std::size_t(lo);
+}
+
+std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double now) {
   // Unmeasured yet, a worker probes with a small package.
   if (!all_measured()) return std::min(remaining, min_chunk_);
-  return package(remaining, cpu_thr_);
+  // CPU packages are not rounded to 64: a CPU iteration can take tens of microseconds (Barnes-Hut),
+  // and a CPU worker is never refused a package (at least one iteration): its chunks are cheap.
+  const std::size_t want =
+      std::max<std::size_t>(1, std::size_t(double(remaining) * cpu_thr_ / (k_ * total_power())));
+  return std::max<std::size_t>(1, bounded(remaining, std::min(want, remaining), now, nullptr));
 }
 
-std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double) {
-  // A device's throughput depends on the package (small ones leave it idle), so its probe is a
-  // full-sized package as if it were one more worker: a small probe would make it look weak and
-  // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
+std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double now) {
+  Device& dev = dev_[d];
+  if (dev.stopped) return 0;
   if (!all_measured()) {
-    const double share = double(remaining) / (k_ * double(cpu_workers_ + devices_));
+    dev.busy_until = 0;  // not planned yet
+    // A device's throughput depends on the package (small ones leave it idle), so its probe is a
+    // full-sized package as if it were one more worker: a small probe would make it look weak and
+    // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
+    const unsigned sides = (cpu_runs() ? cpu_workers_ : 0) + devices_;
+    const double share = double(remaining) / (k_ * double(sides));
     return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(share), remaining)));
   }
-  return package(remaining, device_thr_[d]);
+  // Nobody else left to take the rest: all of it (halving on would pay a chunk's fixed cost per step).
+  if (total_power() <= dev.power) return remaining;
+  // No smaller than the package that fills the device (its floor at its power): a smaller one
+  // takes as long, so its power would be wasted; nor so small that its cost outside the kernel
+  // exceeds a tenth of it: the shrinking packages would pay a round trip each (simulated, devices
+  // only, 1 ms a chunk: 42.8 ms where the device alone takes 19).
+  const double least = std::max(dev.floor, 9 * std::max(0.0, dev.fixed)) * dev.power;
+  const double want = std::max(double(remaining) * dev.power / (k_ * total_power()), least);
+  const std::size_t package = std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(want), remaining)));
+  // The side with the most power never refuses: someone must take the rest.
+  bool strongest = !cpu_runs() || dev.power >= double(cpu_workers_) * cpu_thr_;
+  for (const Device& other : dev_)
+    if (&other != &dev && !other.stopped && other.power > dev.power) strongest = false;
+  std::size_t p = strongest ? package : bounded(remaining, package, now, &dev);
+  if (p == 0) {
+    dev.stopped = true;  // even its smallest package would end after the others end the rest
+    return 0;
+  }
+  p = p < package ? std::min(remaining, round_up_64(p, remaining)) : package;
+  dev.busy_until = std::max(now, dev.busy_until) + device_seconds(dev, double(p));
+  return p;
 }
 
 void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
+void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean
   // would follow the shrinking packages down (a device runs small ones slowly), shrink its share,
-  // and spiral (two devices in simulation: 0.66x one device's speed with a running mean).
-  device_thr_[d] = std::max(device_thr_[d], double(iterations) / seconds);
+  // and spiral (two devices in simulation: 0.66x one device's speed with a running mean). Each
+  // device's own: a slow device's packages sized from the fast one's power hold the call's end.
+  Device& dev = dev_[d];
+  const double thr = double(iterations) / seconds;
+  dev.power = std::max(dev.power, thr);
+  // A chunk well under the device's power did not fill it: one that small or smaller takes about as
+  // long (its floor). A full chunk's time says nothing of that, and taken as the floor it refused
+  // the slow device every package after its probe.
+  if (thr < 0.9 * dev.power) dev.floor = dev.floor > 0 ? std::min(dev.floor, seconds) : seconds;
+  // The least seen: a round trip can hold a wait for the chunk queued before it.
+  const double outside = std::max(0.0, round_trip - seconds);
+  dev.fixed = dev.fixed < 0 ? outside : std::min(dev.fixed, outside);
 }
 
 // ---- Oracle ----------------------------------------------------------------------------------

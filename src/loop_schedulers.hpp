@@ -186,26 +186,49 @@ class LogFitScheduler : public LoopScheduler {
 
 // HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each
 // side's package proportional to its measured power (throughput), so all finish together
-// without a model; `k` sets how fast packages shrink, `min_chunk` bounds them below. Unlike the
-// originals, the powers are measured online, not given by the user.
+// without a model; `k` sets how fast packages shrink, `min_chunk` bounds device packages below.
+// Unlike the originals, the powers are measured online, not given by the user.
+//
+// Over several devices of unequal speed a package must also not hold the call's end: a device's
+// chunk takes at least its floor (the shortest kernel it ran under its power: a chunk under its
+// elbow takes as long as one that fills it) plus its cost outside the kernel, and a package is cut to what it ends
+// while the other sides end the rest, or refused (the token stops) when even the smallest would end
+// later — the side with the most power never refuses, so the scheduler always hands out the range.
+// Without a CPU body (restart's `with_cpu`) the devices share the range alone.
 class HGuidedScheduler : public LoopScheduler {
  public:
   HGuidedScheduler(unsigned cpu_workers, unsigned devices = 1, double k = 2.0, std::size_t min_chunk = 64);
   std::string name() const override;
+  double device_power(unsigned d) const { return dev_[d].power; }
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
   void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
+  void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
+  struct Device {
+    double power = 0;   // iterations per second on a package that fills it: the best seen
+    double floor = 0;   // seconds: the shortest kernel it ran that did not fill it (0: none seen)
+    double fixed = -1;  // seconds a chunk costs outside its kernel (-1: not known yet)
+    double busy_until = 0;  // when its packages handed out this call end, on the call's clock
+    bool stopped = false;
+  };
   bool all_measured() const;
-  std::size_t package(std::size_t remaining, double power) const;
+  double total_power() const;  // of the sides taking part in this call
+  // Seconds a package of `p` iterations keeps device `d` (its token) busy.
+  double device_seconds(const Device& dev, double p) const;
+  // When the sides but `except` (a device, or one CPU worker) would end `work` more iterations.
+  double others_end(double now, double work, const Device* except, bool except_worker) const;
+  // The largest package of at most `want` that device `dev` (a CPU worker: null) ends no later than
+  // the other sides end the rest, or 0 if none does.
+  std::size_t bounded(std::size_t remaining, std::size_t want, double now, const Device* dev) const;
   double k_;
   std::size_t min_chunk_;
   double cpu_thr_ = 0;  // one CPU worker
-  std::vector<double> device_thr_;
+  std::vector<Device> dev_;
 };
 
 // The oracle: a static split whose device share it searches by running the loop — one candidate
