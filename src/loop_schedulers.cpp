@@ -51,8 +51,14 @@ void blend(double& thr, double sample) { thr = thr <= 0 ? sample : 0.5 * thr + 0
 // ---- Static ----------------------------------------------------------------------------------
 
 StaticScheduler::StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares)
-    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))) {
+    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))),
+      device_thr_(devices_, 0.0) {
   set_shares(std::move(device_shares));
+}
+
+StaticScheduler::StaticScheduler(unsigned cpu_workers, unsigned devices, double share)
+    : LoopScheduler(cpu_workers, devices), by_power_(std::clamp(share, 0.0, 1.0)), device_thr_(devices_, 0.0) {
+  split_by_power(by_power_);
 }
 
 void StaticScheduler::set_shares(std::vector<double> shares) {
@@ -64,24 +70,46 @@ void StaticScheduler::set_shares(std::vector<double> shares) {
   shares_ = std::move(shares);
 }
 
+void StaticScheduler::split_by_power(double share) {
+  const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
+  const bool every_device_measured =
+      std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
+  std::vector<double> shares(devices_);
+  for (unsigned d = 0; d < devices_; ++d)
+    shares[d] = share * (every_device_measured ? device_thr_[d] / measured : 1.0 / double(devices_));
+  set_shares(std::move(shares));
+}
+
 std::string StaticScheduler::name() const {
   std::string n = "static(";
   for (std::size_t d = 0; d < shares_.size(); ++d) {
     if (d) n += ',';
     n += std::to_string(shares_[d]);
   }
-  return n + ")";
+  return n + (by_power_ >= 0 && devices_ > 1 ? ", split by the devices' throughput)" : ")");
+}
+
+void StaticScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
+  device_thr_[d] = double(iterations) / seconds;
 }
 
 void StaticScheduler::on_restart(std::size_t iterations, double) {
+  if (by_power_ >= 0) split_by_power(by_power_);
+  std::vector<double> shares = shares_;
+  if (!cpu_runs()) {  // nobody runs the CPU's part: the devices take it, in proportion
+    const double sum = std::accumulate(shares.begin(), shares.end(), 0.0);
+    for (double& s : shares) s = sum > 0 ? s / sum : 1.0 / double(devices_);
+  }
   device_part_.assign(devices_, 0);
   given_.assign(devices_, false);
   std::size_t devices_total = 0;
   for (unsigned d = 0; d < devices_; ++d) {
-    device_part_[d] = std::min(iterations - devices_total, std::size_t(std::llround(shares_[d] * double(iterations))));
+    device_part_[d] = std::min(iterations - devices_total, std::size_t(std::llround(shares[d] * double(iterations))));
     devices_total += device_part_[d];
   }
-  const std::size_t cpu_part = iterations - devices_total;
+  // Rounding must leave nothing to nobody when the devices take it all.
+  if (!cpu_runs() && devices_total < iterations) device_part_[devices_ - 1] += iterations - devices_total;
+  const std::size_t cpu_part = iterations - std::min(iterations, devices_total);
   cpu_chunk_ = std::max<std::size_t>(1, (cpu_part + cpu_workers_ - 1) / cpu_workers_);
 }
 
@@ -526,7 +554,7 @@ void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seco
 // ---- Oracle ----------------------------------------------------------------------------------
 
 OracleScheduler::OracleScheduler(unsigned cpu_workers, unsigned devices)
-    : StaticScheduler(cpu_workers, std::vector<double>(devices ? devices : 1, 0.0)), device_thr_(devices_, 0.0) {
+    : StaticScheduler(cpu_workers, std::vector<double>(devices ? devices : 1, 0.0)) {
   for (int i = 0; i <= 10; ++i) candidates_.push_back(i / 10.0);
 }
 
@@ -535,10 +563,6 @@ std::string OracleScheduler::name() const {
   std::snprintf(share, sizeof share, "%.2f", current_);
   return std::string("oracle, device share ") + share +
          (trying_ ? " (searching)" : " (the best of " + std::to_string(next_) + " tried)");
-}
-
-void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
-  device_thr_[d] = double(iterations) / seconds;
 }
 
 void OracleScheduler::on_restart(std::size_t iterations, double last_call_seconds) {
@@ -556,13 +580,7 @@ void OracleScheduler::on_restart(std::size_t iterations, double last_call_second
   trying_ = next_ < candidates_.size();
   current_ = trying_ ? candidates_[next_++] : best_share_;
   // The devices' part, divided in proportion to what each did last (equally until measured).
-  const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
-  const bool every_device_measured =
-      std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
-  std::vector<double> shares(devices_);
-  for (unsigned d = 0; d < devices_; ++d)
-    shares[d] = current_ * (every_device_measured ? device_thr_[d] / measured : 1.0 / double(devices_));
-  set_shares(std::move(shares));
+  split_by_power(current_);
   StaticScheduler::on_restart(iterations, last_call_seconds);
 }
 

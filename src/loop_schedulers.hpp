@@ -62,23 +62,33 @@ class LoopScheduler {
 std::size_t round_up_64(std::size_t n, std::size_t cap);
 
 // A fixed share of each call goes to each device, in one chunk; the CPU workers split the rest
-// in equal chunks. `device_shares` has one entry per device (their sum at most 1).
+// in equal chunks. `device_shares` has one entry per device (their sum at most 1). The second form
+// gives the devices `share` together, divided among them in proportion to what each did in the
+// previous call (equally in the first): an even split would hand a device ten times slower as much
+// as the fast one (simulated: 4.7x the fast device alone). Without a CPU body (restart's
+// `with_cpu`) the CPU's part goes to the devices in proportion to their shares.
 class StaticScheduler : public LoopScheduler {
  public:
   StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares);
+  StaticScheduler(unsigned cpu_workers, unsigned devices, double share);
   std::string name() const override;
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   void set_shares(std::vector<double> shares);
+  // `share` for the devices together, divided by their throughput in the previous call.
+  void split_by_power(double share);
 
  private:
   std::vector<double> shares_;
   std::vector<std::size_t> device_part_;
   std::vector<bool> given_;
   std::size_t cpu_chunk_ = 0;
+  double by_power_ = -1;             // the second form's share (-1: shares as given)
+  std::vector<double> device_thr_;   // each device's throughput in its latest chunk
 };
 
 // Every side takes chunks of one fixed size until the range is used up.
@@ -244,7 +254,6 @@ class OracleScheduler : public StaticScheduler {
   double best_share() const { return best_share_; }
 
  protected:
-  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
@@ -252,7 +261,6 @@ class OracleScheduler : public StaticScheduler {
   std::size_t next_ = 0;
   double current_ = 0, best_share_ = 0, best_seconds_ = 0;
   bool refined_ = false, trying_ = true;
-  std::vector<double> device_thr_;
 };
 
 }  // namespace hetflow::detail
