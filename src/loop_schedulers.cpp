@@ -225,6 +225,20 @@ double LogFitScheduler::start_of_next(const Device& dev, double now) const {
   return start;
 }
 
+std::size_t LogFitScheduler::ending_by(const Device& dev, std::size_t chunk, double start, double by) const {
+  if (dev.samples.empty()) return chunk;  // nothing to predict from
+  auto ends_by = [&](std::size_t c) { return start + double(c) / predicted(dev, c) <= by; };
+  const std::size_t least = std::min<std::size_t>(64, chunk);
+  if (!ends_by(least)) return 0;
+  if (ends_by(chunk)) return chunk;
+  std::size_t lo = least, hi = chunk;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (ends_by(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 double LogFitScheduler::cpu_free(double now) const {
   // The CPU's workers have been busy since the call began (its chunks are sized so).
   if (cpu_thr_ <= 0) return now;
@@ -264,20 +278,53 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   const bool first = !dev.handed_this_call;
   const double start = start_of_next(dev, now);
   dev.handed_this_call = true;
-  if (dev.phase == Phase::exploration || cpu_thr_ <= 0) {
+  // Without a CPU body there is no CPU to wait for: the devices plan among themselves (waiting
+  // for a CPU rate kept both on stable chunks, the slow one holding the end: simulated, 47.3 ms
+  // where the fast device alone takes 19).
+  if (dev.phase == Phase::exploration || (cpu_runs() && cpu_thr_ <= 0)) {
     // Exploring (or the CPU not measured yet, so nothing to plan against): the next size due,
     // advanced now so that chunks in flight at once are samples of different sizes — but not past
     // the warm-up chunk, which is no sample.
     std::size_t chunk = dev.phase == Phase::exploration ? dev.exploring_chunk : dev.stable_chunk;
     chunk = std::max<std::size_t>(1, std::min(chunk, remaining));
-    const bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    if (dev.phase == Phase::exploration && !dev.samples.empty()) {
+      // A device explored while others are planned (a second device, slower) must not hold the
+      // call's end with a sample: its chunk is cut to what ends by the time the others would end
+      // all that is left (predicted from its latest throughput, which larger chunks only beat),
+      // and if even a small one would not, it sits this call out (simulated, a device 10x slower
+      // exploring 262K iterations held an SpMV-like call to 1.7x the fast device alone). A cut
+      // sample does not end the exploration: ended there, a device whose chunks all took its
+      // floor was judged by its smallest and never used.
+      const double others_end = end_together(now, double(remaining), int(d));
+      if (std::isfinite(others_end)) {
+        const std::size_t fits = ending_by(dev, chunk, start, others_end);
+        if (fits == 0) {
+          dev.stopped = true;
+          return 0;
+        }
+        chunk = fits;
+      }
+    }
     if (dev.phase == Phase::exploration && !(dev.warm_up && dev.in_flight.empty())) dev.exploring_chunk *= 2;
     const double done = start + (dev.thr > 0 ? double(chunk) / predicted(dev, chunk) : 0);
     dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated});
     return chunk;
   }
   // Planned: how much of the rest this device takes now, judged by when the whole call would end.
-  const double rem = double(remaining), thr = predicted(dev, n_);
+  // What another device still exploring is due to take is left to it: the plan does not count it
+  // (its throughput on the chunks it will take is not known yet), and a plan that took the whole
+  // rest left it nothing to sample (simulated: a device 10x slower never used, call after call).
+  double reserved = 0;
+  const double by = end_together(now, double(remaining));
+  for (unsigned e = 0; e < devices_; ++e) {
+    const Device& other = dev_[e];
+    if (e == d || other.stopped || other.phase != Phase::exploration || other.warm_up) continue;
+    const double other_start = start_of_next(other, now);
+    reserved += double(std::isfinite(by) ? ending_by(other, other.exploring_chunk, other_start, by)
+                                         : other.exploring_chunk);
+  }
+  const double rem = std::max(1.0, double(remaining) - reserved), thr = predicted(dev, n_);
   const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
   auto end_if = [&](double x) {  // the call's end if this device takes x now and the others the rest
     const double mine = x > 0 ? start + x / predicted(dev, std::size_t(std::ceil(x))) : own_end;
@@ -382,6 +429,11 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
       return growth > 0 ? (dev.samples[i].throughput / dev.samples[i - 1].throughput - 1.0) / growth : 0.0;
     };
     const bool elbow = k >= 4 && gain(k - 1) <= elbow_gain_ && gain(k - 2) <= elbow_gain_;
+    // A chunk that took no longer than half its size did is far under the elbow: grow by 8, not
+    // 2. Each sample is a round trip at least as long as the device's floor; on a slow device
+    // that floor can be most of a call (simulated, 12 ms of 19), and doubling from 1/1024 of the
+    // range took a call per sample for seven calls.
+    if (k >= 2 && gain(k - 1) >= 0.9) dev.exploring_chunk = std::max(dev.exploring_chunk, 8 * iterations);
     if ((elbow || chunk.truncated) && k >= 2) {
       fit(dev);
       // The tangent point: the chunk where the fitted curve's slope falls to the elbow's.

@@ -184,6 +184,9 @@ class LogFitScheduler : public LoopScheduler {
   double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
   double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
   double cpu_free(double now) const;                             // when the CPU's handed-out work ends
+  // The largest chunk of at most `chunk` that `dev`, starting at `start`, is predicted to end by
+  // `by` (0: not even a small one; `chunk` when it has no samples to predict from).
+  std::size_t ending_by(const Device& dev, std::size_t chunk, double start, double by) const;
   // When the CPU and the planned devices (but `except`) would end `work` more iterations together.
   double end_together(double now, double work, int except = -1) const;
   std::size_t explore_from(std::size_t iterations) const;
