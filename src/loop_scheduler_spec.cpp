@@ -9,7 +9,8 @@ namespace hetflow::detail {
 namespace {
 [[noreturn]] void refuse(const std::string& spec, const std::string& why) {
   throw UsageError("loop scheduler '" + spec + "': " + why +
-                   "; the forms are logfit, static:S (the devices' share, 0..1, split among them by their throughput in the previous call) or "
+                   "; the forms are logfit, static:S (the devices' share, 0..1, split among them by their throughput "
+                   "in the previous call) or "
                    "static:S1,S2,... (one share per device, their sum at most 1), dynamic:C (chunks of C "
                    "iterations, C > 0), hguided, oracle");
 }

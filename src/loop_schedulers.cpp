@@ -51,8 +51,7 @@ void blend(double& thr, double sample) { thr = thr <= 0 ? sample : 0.5 * thr + 0
 // ---- Static ----------------------------------------------------------------------------------
 
 StaticScheduler::StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares)
-    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))),
-      device_thr_(devices_, 0.0) {
+    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))), device_thr_(devices_, 0.0) {
   set_shares(std::move(device_shares));
 }
 
@@ -321,8 +320,8 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     const Device& other = dev_[e];
     if (e == d || other.stopped || other.phase != Phase::exploration || other.warm_up) continue;
     const double other_start = start_of_next(other, now);
-    reserved += double(std::isfinite(by) ? ending_by(other, other.exploring_chunk, other_start, by)
-                                         : other.exploring_chunk);
+    reserved +=
+        double(std::isfinite(by) ? ending_by(other, other.exploring_chunk, other_start, by) : other.exploring_chunk);
   }
   const double rem = std::max(1.0, double(remaining) - reserved), thr = predicted(dev, n_);
   const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
@@ -504,7 +503,8 @@ double HGuidedScheduler::others_end(double now, double work, const Device* excep
   auto capacity = [&](double t) {
     double c = cpu_runs() ? (double(cpu_workers_) - (except_worker ? 1 : 0)) * cpu_thr_ * (t - now) : 0.0;
     for (const Device& dev : dev_)
-      if (&dev != except && !dev.stopped && dev.power > 0) c += dev.power * std::max(0.0, t - std::max(now, dev.busy_until));
+      if (&dev != except && !dev.stopped && dev.power > 0)
+        c += dev.power * std::max(0.0, t - std::max(now, dev.busy_until));
     return c;
   };
   double hi = now + 1e-3;
@@ -544,8 +544,7 @@ std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double now) {
   if (!all_measured()) return std::min(remaining, min_chunk_);
   // CPU packages are not rounded to 64: a CPU iteration can take tens of microseconds (Barnes-Hut),
   // and a CPU worker is never refused a package (at least one iteration): its chunks are cheap.
-  const std::size_t want =
-      std::max<std::size_t>(1, std::size_t(double(remaining) * cpu_thr_ / (k_ * total_power())));
+  const std::size_t want = std::max<std::size_t>(1, std::size_t(double(remaining) * cpu_thr_ / (k_ * total_power())));
   return std::max<std::size_t>(1, bounded(remaining, std::min(want, remaining), now, nullptr));
 }
 

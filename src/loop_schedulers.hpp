@@ -87,8 +87,8 @@ class StaticScheduler : public LoopScheduler {
   std::vector<std::size_t> device_part_;
   std::vector<bool> given_;
   std::size_t cpu_chunk_ = 0;
-  double by_power_ = -1;             // the second form's share (-1: shares as given)
-  std::vector<double> device_thr_;   // each device's throughput in its latest chunk
+  double by_power_ = -1;            // the second form's share (-1: shares as given)
+  std::vector<double> device_thr_;  // each device's throughput in its latest chunk
 };
 
 // Every side takes chunks of one fixed size until the range is used up.
@@ -223,9 +223,9 @@ class HGuidedScheduler : public LoopScheduler {
 
  private:
   struct Device {
-    double power = 0;   // iterations per second on a package that fills it: the best seen
-    double floor = 0;   // seconds: the shortest kernel it ran that did not fill it (0: none seen)
-    double fixed = -1;  // seconds a chunk costs outside its kernel (-1: not known yet)
+    double power = 0;       // iterations per second on a package that fills it: the best seen
+    double floor = 0;       // seconds: the shortest kernel it ran that did not fill it (0: none seen)
+    double fixed = -1;      // seconds a chunk costs outside its kernel (-1: not known yet)
     double busy_until = 0;  // when its packages handed out this call end, on the call's clock
     bool stopped = false;
   };

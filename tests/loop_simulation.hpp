@@ -52,11 +52,11 @@ struct Machine {
 struct Outcome {
   double cpu_end = 0, device_end = 0;  // device_end: the latest of the devices'
   std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
-  std::size_t leftover = 0;                // taken by the last token because the scheduler gave it nobody
-  std::vector<std::size_t> per_device;     // iterations
+  std::size_t leftover = 0;             // taken by the last token because the scheduler gave it nobody
+  std::vector<std::size_t> per_device;  // iterations
   std::vector<std::size_t> device_chunks_of;
-  std::vector<double> device_ends;         // each device's last chunk's notice (0: ran nothing)
-  std::vector<int> runs;                   // how many times each iteration ran
+  std::vector<double> device_ends;  // each device's last chunk's notice (0: ran nothing)
+  std::vector<int> runs;            // how many times each iteration ran
   double end() const { return std::max(cpu_end, device_end); }
   // The latest side's end minus the earliest end of a side that ran something: how long one side
   // held the call after another had stopped.

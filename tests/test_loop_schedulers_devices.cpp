@@ -51,8 +51,8 @@ std::vector<Profile> profiles() {
   return {
       fast_and_slow("Barnes-Hut 1M-like, 1 ms/chunk", 1'000'000, 15, 2.3, 0.019, 65'536, 1e-3),
       fast_and_slow("Barnes-Hut 1M-like, 0.3 ms/chunk", 1'000'000, 15, 2.3, 0.019, 65'536, 0.3e-3),
-      fast_and_slow("SpMV 2^22-like (CPU 2x slower than the fast device), 1 ms/chunk", std::size_t(1) << 22, 15,
-                    0.04, 0.019, 262'144, 1e-3),
+      fast_and_slow("SpMV 2^22-like (CPU 2x slower than the fast device), 1 ms/chunk", std::size_t(1) << 22, 15, 0.04,
+                    0.019, 262'144, 1e-3),
       fast_and_slow("2 weak workers, 0.3 ms/chunk", 4'000'000, 2, 4.0, 0.020, 16'384, 0.3e-3),
       fast_and_slow("devices only (no CPU body), 1 ms/chunk", 1'000'000, 0, 2.3, 0.019, 65'536, 1e-3),
   };
