@@ -288,7 +288,7 @@ void LoopState::begin(std::size_t n) {
   auto& engine = engine_of(c_);
   Engine::FlowNodeScope made_by(flow_node_);
   started_ = std::chrono::steady_clock::now();
-  scheduler_->restart(n, last_call_seconds_);
+  scheduler_->restart(n, last_call_seconds_, bool(body_.cpu));
   {
     std::lock_guard lock(m_);
     n_ = n;

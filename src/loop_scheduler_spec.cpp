@@ -9,12 +9,13 @@ namespace hetflow::detail {
 namespace {
 [[noreturn]] void refuse(const std::string& spec, const std::string& why) {
   throw UsageError("loop scheduler '" + spec + "': " + why +
-                   "; the forms are logfit, static:S (the devices' share, 0..1, split evenly among them) or "
+                   "; the forms are logfit, static:S (the devices' share, 0..1, split among them by their throughput "
+                   "in the previous call) or "
                    "static:S1,S2,... (one share per device, their sum at most 1), dynamic:C (chunks of C "
                    "iterations, C > 0), hguided, oracle");
 }
 
-// "S" or "S1,...,Sd": one share per device; a single share is the devices' together, split evenly.
+// "S" or "S1,...,Sd": one share per device; a single share is the devices' together.
 std::vector<double> static_shares(const std::string& spec, const std::string& arg, unsigned devices) {
   std::vector<double> shares;
   for (std::size_t from = 0;;) {
@@ -28,8 +29,7 @@ std::vector<double> static_shares(const std::string& spec, const std::string& ar
     if (comma == std::string::npos) break;
     from = comma + 1;
   }
-  if (shares.size() == 1 && devices > 1) return std::vector<double>(devices, shares[0] / double(devices));
-  if (shares.size() != devices)
+  if (shares.size() != 1 && shares.size() != devices)
     refuse(spec, std::to_string(shares.size()) + " shares for a loop over " + std::to_string(devices) +
                      " device(s): give one share, or one per device");
   double sum = 0;
@@ -61,7 +61,11 @@ std::unique_ptr<LoopScheduler> make_loop_scheduler(const std::string& spec, unsi
   }
   if (name == "static" || name == "dynamic") {
     if (arg.empty()) refuse(spec, "'" + name + "' needs its parameter after a colon");
-    if (name == "static") return std::make_unique<StaticScheduler>(cpu_workers, static_shares(spec, arg, devices));
+    if (name == "static") {
+      std::vector<double> shares = static_shares(spec, arg, devices);
+      if (shares.size() == 1 && devices > 1) return std::make_unique<StaticScheduler>(cpu_workers, devices, shares[0]);
+      return std::make_unique<StaticScheduler>(cpu_workers, std::move(shares));
+    }
     char* end = nullptr;
     const long long chunk = std::strtoll(arg.c_str(), &end, 10);
     if (*end != '\0' || chunk <= 0) refuse(spec, "the chunk must be a positive whole number");

@@ -32,8 +32,9 @@ void LoopScheduler::record_device(unsigned d, std::size_t iterations, double sec
   on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
-void LoopScheduler::restart(std::size_t iterations, double last_call_seconds) {
+void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu) {
   std::lock_guard lock(m_);
+  with_cpu_ = with_cpu;
   on_restart(iterations, last_call_seconds);
 }
 
@@ -50,8 +51,13 @@ void blend(double& thr, double sample) { thr = thr <= 0 ? sample : 0.5 * thr + 0
 // ---- Static ----------------------------------------------------------------------------------
 
 StaticScheduler::StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares)
-    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))) {
+    : LoopScheduler(cpu_workers, unsigned(std::max<std::size_t>(1, device_shares.size()))), device_thr_(devices_, 0.0) {
   set_shares(std::move(device_shares));
+}
+
+StaticScheduler::StaticScheduler(unsigned cpu_workers, unsigned devices, double share)
+    : LoopScheduler(cpu_workers, devices), by_power_(std::clamp(share, 0.0, 1.0)), device_thr_(devices_, 0.0) {
+  split_by_power(by_power_);
 }
 
 void StaticScheduler::set_shares(std::vector<double> shares) {
@@ -63,24 +69,46 @@ void StaticScheduler::set_shares(std::vector<double> shares) {
   shares_ = std::move(shares);
 }
 
+void StaticScheduler::split_by_power(double share) {
+  const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
+  const bool every_device_measured =
+      std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
+  std::vector<double> shares(devices_);
+  for (unsigned d = 0; d < devices_; ++d)
+    shares[d] = share * (every_device_measured ? device_thr_[d] / measured : 1.0 / double(devices_));
+  set_shares(std::move(shares));
+}
+
 std::string StaticScheduler::name() const {
   std::string n = "static(";
   for (std::size_t d = 0; d < shares_.size(); ++d) {
     if (d) n += ',';
     n += std::to_string(shares_[d]);
   }
-  return n + ")";
+  return n + (by_power_ >= 0 && devices_ > 1 ? ", split by the devices' throughput)" : ")");
+}
+
+void StaticScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
+  device_thr_[d] = double(iterations) / seconds;
 }
 
 void StaticScheduler::on_restart(std::size_t iterations, double) {
+  if (by_power_ >= 0) split_by_power(by_power_);
+  std::vector<double> shares = shares_;
+  if (!cpu_runs()) {  // nobody runs the CPU's part: the devices take it, in proportion
+    const double sum = std::accumulate(shares.begin(), shares.end(), 0.0);
+    for (double& s : shares) s = sum > 0 ? s / sum : 1.0 / double(devices_);
+  }
   device_part_.assign(devices_, 0);
   given_.assign(devices_, false);
   std::size_t devices_total = 0;
   for (unsigned d = 0; d < devices_; ++d) {
-    device_part_[d] = std::min(iterations - devices_total, std::size_t(std::llround(shares_[d] * double(iterations))));
+    device_part_[d] = std::min(iterations - devices_total, std::size_t(std::llround(shares[d] * double(iterations))));
     devices_total += device_part_[d];
   }
-  const std::size_t cpu_part = iterations - devices_total;
+  // Rounding must leave nothing to nobody when the devices take it all.
+  if (!cpu_runs() && devices_total < iterations) device_part_[devices_ - 1] += iterations - devices_total;
+  const std::size_t cpu_part = iterations - std::min(iterations, devices_total);
   cpu_chunk_ = std::max<std::size_t>(1, (cpu_part + cpu_workers_ - 1) / cpu_workers_);
 }
 
@@ -196,6 +224,20 @@ double LogFitScheduler::start_of_next(const Device& dev, double now) const {
   return start;
 }
 
+std::size_t LogFitScheduler::ending_by(const Device& dev, std::size_t chunk, double start, double by) const {
+  if (dev.samples.empty()) return chunk;  // nothing to predict from
+  auto ends_by = [&](std::size_t c) { return start + double(c) / predicted(dev, c) <= by; };
+  const std::size_t least = std::min<std::size_t>(64, chunk);
+  if (!ends_by(least)) return 0;
+  if (ends_by(chunk)) return chunk;
+  std::size_t lo = least, hi = chunk;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (ends_by(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 double LogFitScheduler::cpu_free(double now) const {
   // The CPU's workers have been busy since the call began (its chunks are sized so).
   if (cpu_thr_ <= 0) return now;
@@ -235,20 +277,53 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   const bool first = !dev.handed_this_call;
   const double start = start_of_next(dev, now);
   dev.handed_this_call = true;
-  if (dev.phase == Phase::exploration || cpu_thr_ <= 0) {
+  // Without a CPU body there is no CPU to wait for: the devices plan among themselves (waiting
+  // for a CPU rate kept both on stable chunks, the slow one holding the end: simulated, 47.3 ms
+  // where the fast device alone takes 19).
+  if (dev.phase == Phase::exploration || (cpu_runs() && cpu_thr_ <= 0)) {
     // Exploring (or the CPU not measured yet, so nothing to plan against): the next size due,
     // advanced now so that chunks in flight at once are samples of different sizes — but not past
     // the warm-up chunk, which is no sample.
     std::size_t chunk = dev.phase == Phase::exploration ? dev.exploring_chunk : dev.stable_chunk;
     chunk = std::max<std::size_t>(1, std::min(chunk, remaining));
-    const bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    if (dev.phase == Phase::exploration && !dev.samples.empty()) {
+      // A device explored while others are planned (a second device, slower) must not hold the
+      // call's end with a sample: its chunk is cut to what ends by the time the others would end
+      // all that is left (predicted from its latest throughput, which larger chunks only beat),
+      // and if even a small one would not, it sits this call out (simulated, a device 10x slower
+      // exploring 262K iterations held an SpMV-like call to 1.7x the fast device alone). A cut
+      // sample does not end the exploration: ended there, a device whose chunks all took its
+      // floor was judged by its smallest and never used.
+      const double others_end = end_together(now, double(remaining), int(d));
+      if (std::isfinite(others_end)) {
+        const std::size_t fits = ending_by(dev, chunk, start, others_end);
+        if (fits == 0) {
+          dev.stopped = true;
+          return 0;
+        }
+        chunk = fits;
+      }
+    }
     if (dev.phase == Phase::exploration && !(dev.warm_up && dev.in_flight.empty())) dev.exploring_chunk *= 2;
     const double done = start + (dev.thr > 0 ? double(chunk) / predicted(dev, chunk) : 0);
     dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated});
     return chunk;
   }
   // Planned: how much of the rest this device takes now, judged by when the whole call would end.
-  const double rem = double(remaining), thr = predicted(dev, n_);
+  // What another device still exploring is due to take is left to it: the plan does not count it
+  // (its throughput on the chunks it will take is not known yet), and a plan that took the whole
+  // rest left it nothing to sample (simulated: a device 10x slower never used, call after call).
+  double reserved = 0;
+  const double by = end_together(now, double(remaining));
+  for (unsigned e = 0; e < devices_; ++e) {
+    const Device& other = dev_[e];
+    if (e == d || other.stopped || other.phase != Phase::exploration || other.warm_up) continue;
+    const double other_start = start_of_next(other, now);
+    reserved +=
+        double(std::isfinite(by) ? ending_by(other, other.exploring_chunk, other_start, by) : other.exploring_chunk);
+  }
+  const double rem = std::max(1.0, double(remaining) - reserved), thr = predicted(dev, n_);
   const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
   auto end_if = [&](double x) {  // the call's end if this device takes x now and the others the rest
     const double mine = x > 0 ? start + x / predicted(dev, std::size_t(std::ceil(x))) : own_end;
@@ -353,6 +428,11 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
       return growth > 0 ? (dev.samples[i].throughput / dev.samples[i - 1].throughput - 1.0) / growth : 0.0;
     };
     const bool elbow = k >= 4 && gain(k - 1) <= elbow_gain_ && gain(k - 2) <= elbow_gain_;
+    // A chunk that took no longer than half its size did is far under the elbow: grow by 8, not
+    // 2. Each sample is a round trip at least as long as the device's floor; on a slow device
+    // that floor can be most of a call (simulated, 12 ms of 19), and doubling from 1/1024 of the
+    // range took a call per sample for seven calls.
+    if (k >= 2 && gain(k - 1) >= 0.9) dev.exploring_chunk = std::max(dev.exploring_chunk, 8 * iterations);
     if ((elbow || chunk.truncated) && k >= 2) {
       fit(dev);
       // The tangent point: the chunk where the fitted curve's slope falls to the elbow's.
@@ -390,50 +470,142 @@ HGuidedScheduler::HGuidedScheduler(unsigned cpu_workers, unsigned devices, doubl
     : LoopScheduler(cpu_workers, devices),
       k_(k > 0 ? k : 2.0),
       min_chunk_(std::max<std::size_t>(1, min_chunk)),
-      device_thr_(devices_, 0.0) {}
+      dev_(devices_) {}
 
 std::string HGuidedScheduler::name() const { return "hguided"; }
 
+void HGuidedScheduler::on_restart(std::size_t, double) {
+  for (Device& dev : dev_) dev.stopped = false, dev.busy_until = 0;
+}
+
 bool HGuidedScheduler::all_measured() const {
-  return cpu_thr_ > 0 && std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
+  // Without a CPU body no CPU chunk is ever timed: waiting for one kept every device on its probe
+  // size for the whole call, the slow one as large as the fast one (simulated, devices only:
+  // 96.5 ms where the fast device alone took 77.7).
+  return (!cpu_runs() || cpu_thr_ > 0) &&
+         std::all_of(dev_.begin(), dev_.end(), [](const Device& d) { return d.power > 0; });
 }
 
-std::size_t HGuidedScheduler::package(std::size_t remaining, double power) const {
-  const double total = double(cpu_workers_) * cpu_thr_ + std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
-  const double size = double(remaining) * power / (k_ * total);
-  return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(size), remaining)));
+double HGuidedScheduler::total_power() const {
+  double total = cpu_runs() ? double(cpu_workers_) * cpu_thr_ : 0.0;
+  for (const Device& dev : dev_)
+    if (!dev.stopped) total += dev.power;
+  return total;
 }
 
-std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double) {
+double HGuidedScheduler::device_seconds(const Device& dev, double p) const {
+  return std::max(p / dev.power, dev.floor) + std::max(0.0, dev.fixed);
+}
+
+double HGuidedScheduler::others_end(double now, double work, const Device* except, bool except_worker) const {
+  // When the sides but one would end `work` more iterations: each from when its chunk in flight
+  // ends (a device's, as handed out; a CPU worker's are short), at its power.
+  auto capacity = [&](double t) {
+    double c = cpu_runs() ? (double(cpu_workers_) - (except_worker ? 1 : 0)) * cpu_thr_ * (t - now) : 0.0;
+    for (const Device& dev : dev_)
+      if (&dev != except && !dev.stopped && dev.power > 0)
+        c += dev.power * std::max(0.0, t - std::max(now, dev.busy_until));
+    return c;
+  };
+  double hi = now + 1e-3;
+  for (int i = 0; capacity(hi) < work; ++i) {
+    if (i == 60) return std::numeric_limits<double>::infinity();  // nobody else can take it
+    hi = now + 2 * (hi - now);
+  }
+  double lo = now;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (capacity(mid) < work ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+std::size_t HGuidedScheduler::bounded(std::size_t remaining, std::size_t want, double now, const Device* dev) const {
+  // The package must end by the time the other sides end the rest: the largest that does (the
+  // end of the side's own package grows with it, the others' end shrinks), none if even the
+  // smallest would end later.
+  auto own_end = [&](double p) {
+    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p) : now + p / cpu_thr_;
+  };
+  auto fits = [&](double p) { return own_end(p) <= others_end(now, double(remaining) - p, dev, !dev); };
+  if (fits(double(want))) return want;
+  const double least = dev ? double(std::min(min_chunk_, remaining)) : 1.0;
+  if (!fits(least)) return 0;
+  double lo = least, hi = double(want);
+  for (int i = 0; i < 40 && hi - lo > 1; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return std::size_t(lo);
+}
+
+std::size_t HGuidedScheduler::next_cpu(std::size_t remaining, double now) {
   // Unmeasured yet, a worker probes with a small package.
   if (!all_measured()) return std::min(remaining, min_chunk_);
-  return package(remaining, cpu_thr_);
+  // CPU packages are not rounded to 64: a CPU iteration can take tens of microseconds (Barnes-Hut),
+  // and a CPU worker is never refused a package (at least one iteration): its chunks are cheap.
+  const std::size_t want = std::max<std::size_t>(1, std::size_t(double(remaining) * cpu_thr_ / (k_ * total_power())));
+  return std::max<std::size_t>(1, bounded(remaining, std::min(want, remaining), now, nullptr));
 }
 
-std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double) {
-  // A device's throughput depends on the package (small ones leave it idle), so its probe is a
-  // full-sized package as if it were one more worker: a small probe would make it look weak and
-  // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
+std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, double now) {
+  Device& dev = dev_[d];
+  if (dev.stopped) return 0;
   if (!all_measured()) {
-    const double share = double(remaining) / (k_ * double(cpu_workers_ + devices_));
+    dev.busy_until = 0;  // not planned yet
+    // A device's throughput depends on the package (small ones leave it idle), so its probe is a
+    // full-sized package as if it were one more worker: a small probe would make it look weak and
+    // keep its packages small (in simulation: 0.60 of the ideal instead of 0.999).
+    const unsigned sides = (cpu_runs() ? cpu_workers_ : 0) + devices_;
+    const double share = double(remaining) / (k_ * double(sides));
     return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(share), remaining)));
   }
-  return package(remaining, device_thr_[d]);
+  // Nobody else left to take the rest: all of it (halving on would pay a chunk's fixed cost per step).
+  if (total_power() <= dev.power) return remaining;
+  // No smaller than the package that fills the device (its floor at its power): a smaller one
+  // takes as long, so its power would be wasted; nor so small that its cost outside the kernel
+  // exceeds a tenth of it: the shrinking packages would pay a round trip each (simulated, devices
+  // only, 1 ms a chunk: 42.8 ms where the device alone takes 19).
+  const double least = std::max(dev.floor, 9 * std::max(0.0, dev.fixed)) * dev.power;
+  const double want = std::max(double(remaining) * dev.power / (k_ * total_power()), least);
+  const std::size_t package = std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(want), remaining)));
+  // The side with the most power never refuses: someone must take the rest.
+  bool strongest = !cpu_runs() || dev.power >= double(cpu_workers_) * cpu_thr_;
+  for (const Device& other : dev_)
+    if (&other != &dev && !other.stopped && other.power > dev.power) strongest = false;
+  std::size_t p = strongest ? package : bounded(remaining, package, now, &dev);
+  if (p == 0) {
+    dev.stopped = true;  // even its smallest package would end after the others end the rest
+    return 0;
+  }
+  p = p < package ? std::min(remaining, round_up_64(p, remaining)) : package;
+  dev.busy_until = std::max(now, dev.busy_until) + device_seconds(dev, double(p));
+  return p;
 }
 
 void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
-void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
+void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean
   // would follow the shrinking packages down (a device runs small ones slowly), shrink its share,
-  // and spiral (two devices in simulation: 0.66x one device's speed with a running mean).
-  device_thr_[d] = std::max(device_thr_[d], double(iterations) / seconds);
+  // and spiral (two devices in simulation: 0.66x one device's speed with a running mean). Each
+  // device's own: a slow device's packages sized from the fast one's power hold the call's end.
+  Device& dev = dev_[d];
+  const double thr = double(iterations) / seconds;
+  dev.power = std::max(dev.power, thr);
+  // A chunk well under the device's power did not fill it: one that small or smaller takes about as
+  // long (its floor). A full chunk's time says nothing of that, and taken as the floor it refused
+  // the slow device every package after its probe.
+  if (thr < 0.9 * dev.power) dev.floor = dev.floor > 0 ? std::min(dev.floor, seconds) : seconds;
+  // The least seen: a round trip can hold a wait for the chunk queued before it.
+  const double outside = std::max(0.0, round_trip - seconds);
+  dev.fixed = dev.fixed < 0 ? outside : std::min(dev.fixed, outside);
 }
 
 // ---- Oracle ----------------------------------------------------------------------------------
 
 OracleScheduler::OracleScheduler(unsigned cpu_workers, unsigned devices)
-    : StaticScheduler(cpu_workers, std::vector<double>(devices ? devices : 1, 0.0)), device_thr_(devices_, 0.0) {
+    : StaticScheduler(cpu_workers, std::vector<double>(devices ? devices : 1, 0.0)) {
   for (int i = 0; i <= 10; ++i) candidates_.push_back(i / 10.0);
 }
 
@@ -442,10 +614,6 @@ std::string OracleScheduler::name() const {
   std::snprintf(share, sizeof share, "%.2f", current_);
   return std::string("oracle, device share ") + share +
          (trying_ ? " (searching)" : " (the best of " + std::to_string(next_) + " tried)");
-}
-
-void OracleScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
-  device_thr_[d] = double(iterations) / seconds;
 }
 
 void OracleScheduler::on_restart(std::size_t iterations, double last_call_seconds) {
@@ -463,13 +631,7 @@ void OracleScheduler::on_restart(std::size_t iterations, double last_call_second
   trying_ = next_ < candidates_.size();
   current_ = trying_ ? candidates_[next_++] : best_share_;
   // The devices' part, divided in proportion to what each did last (equally until measured).
-  const double measured = std::accumulate(device_thr_.begin(), device_thr_.end(), 0.0);
-  const bool every_device_measured =
-      std::all_of(device_thr_.begin(), device_thr_.end(), [](double t) { return t > 0; });
-  std::vector<double> shares(devices_);
-  for (unsigned d = 0; d < devices_; ++d)
-    shares[d] = current_ * (every_device_measured ? device_thr_[d] / measured : 1.0 / double(devices_));
-  set_shares(std::move(shares));
+  split_by_power(current_);
   StaticScheduler::on_restart(iterations, last_call_seconds);
 }
 

@@ -36,8 +36,9 @@ class LoopScheduler {
   void record_cpu(std::size_t iterations, double seconds);
   void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
-  // (0 for the first call), end to end.
-  void restart(std::size_t iterations, double last_call_seconds = 0);
+  // (0 for the first call), end to end. `with_cpu`: the loop has a CPU body (else no CPU chunk is
+  // asked for, and the devices must share the range among themselves).
+  void restart(std::size_t iterations, double last_call_seconds = 0, bool with_cpu = true);
 
  protected:
   // Called under the scheduler's lock; `d` < devices().
@@ -46,11 +47,14 @@ class LoopScheduler {
   virtual void on_cpu(std::size_t, double) {}
   virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
+  // Whether this call has CPU workers at all (restart's `with_cpu`).
+  bool cpu_runs() const { return with_cpu_; }
   const unsigned cpu_workers_;
   const unsigned devices_;
 
  private:
   std::mutex m_;
+  bool with_cpu_ = true;
 };
 
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
@@ -58,23 +62,33 @@ class LoopScheduler {
 std::size_t round_up_64(std::size_t n, std::size_t cap);
 
 // A fixed share of each call goes to each device, in one chunk; the CPU workers split the rest
-// in equal chunks. `device_shares` has one entry per device (their sum at most 1).
+// in equal chunks. `device_shares` has one entry per device (their sum at most 1). The second form
+// gives the devices `share` together, divided among them in proportion to what each did in the
+// previous call (equally in the first): an even split would hand a device ten times slower as much
+// as the fast one (simulated: 4.7x the fast device alone). Without a CPU body (restart's
+// `with_cpu`) the CPU's part goes to the devices in proportion to their shares.
 class StaticScheduler : public LoopScheduler {
  public:
   StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares);
+  StaticScheduler(unsigned cpu_workers, unsigned devices, double share);
   std::string name() const override;
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
+  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   void set_shares(std::vector<double> shares);
+  // `share` for the devices together, divided by their throughput in the previous call.
+  void split_by_power(double share);
 
  private:
   std::vector<double> shares_;
   std::vector<std::size_t> device_part_;
   std::vector<bool> given_;
   std::size_t cpu_chunk_ = 0;
+  double by_power_ = -1;            // the second form's share (-1: shares as given)
+  std::vector<double> device_thr_;  // each device's throughput in its latest chunk
 };
 
 // Every side takes chunks of one fixed size until the range is used up.
@@ -170,6 +184,9 @@ class LogFitScheduler : public LoopScheduler {
   double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
   double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
   double cpu_free(double now) const;                             // when the CPU's handed-out work ends
+  // The largest chunk of at most `chunk` that `dev`, starting at `start`, is predicted to end by
+  // `by` (0: not even a small one; `chunk` when it has no samples to predict from).
+  std::size_t ending_by(const Device& dev, std::size_t chunk, double start, double by) const;
   // When the CPU and the planned devices (but `except`) would end `work` more iterations together.
   double end_together(double now, double work, int except = -1) const;
   std::size_t explore_from(std::size_t iterations) const;
@@ -182,26 +199,49 @@ class LogFitScheduler : public LoopScheduler {
 
 // HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each
 // side's package proportional to its measured power (throughput), so all finish together
-// without a model; `k` sets how fast packages shrink, `min_chunk` bounds them below. Unlike the
-// originals, the powers are measured online, not given by the user.
+// without a model; `k` sets how fast packages shrink, `min_chunk` bounds device packages below.
+// Unlike the originals, the powers are measured online, not given by the user.
+//
+// Over several devices of unequal speed a package must also not hold the call's end: a device's
+// chunk takes at least its floor (the shortest kernel it ran under its power: a chunk under its
+// elbow takes as long as one that fills it) plus its cost outside the kernel, and a package is cut to what it ends
+// while the other sides end the rest, or refused (the token stops) when even the smallest would end
+// later — the side with the most power never refuses, so the scheduler always hands out the range.
+// Without a CPU body (restart's `with_cpu`) the devices share the range alone.
 class HGuidedScheduler : public LoopScheduler {
  public:
   HGuidedScheduler(unsigned cpu_workers, unsigned devices = 1, double k = 2.0, std::size_t min_chunk = 64);
   std::string name() const override;
+  double device_power(unsigned d) const { return dev_[d].power; }
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_cpu(std::size_t iterations, double seconds) override;
   void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
+  void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
+  struct Device {
+    double power = 0;       // iterations per second on a package that fills it: the best seen
+    double floor = 0;       // seconds: the shortest kernel it ran that did not fill it (0: none seen)
+    double fixed = -1;      // seconds a chunk costs outside its kernel (-1: not known yet)
+    double busy_until = 0;  // when its packages handed out this call end, on the call's clock
+    bool stopped = false;
+  };
   bool all_measured() const;
-  std::size_t package(std::size_t remaining, double power) const;
+  double total_power() const;  // of the sides taking part in this call
+  // Seconds a package of `p` iterations keeps device `d` (its token) busy.
+  double device_seconds(const Device& dev, double p) const;
+  // When the sides but `except` (a device, or one CPU worker) would end `work` more iterations.
+  double others_end(double now, double work, const Device* except, bool except_worker) const;
+  // The largest package of at most `want` that device `dev` (a CPU worker: null) ends no later than
+  // the other sides end the rest, or 0 if none does.
+  std::size_t bounded(std::size_t remaining, std::size_t want, double now, const Device* dev) const;
   double k_;
   std::size_t min_chunk_;
   double cpu_thr_ = 0;  // one CPU worker
-  std::vector<double> device_thr_;
+  std::vector<Device> dev_;
 };
 
 // The oracle: a static split whose device share it searches by running the loop — one candidate
@@ -217,7 +257,6 @@ class OracleScheduler : public StaticScheduler {
   double best_share() const { return best_share_; }
 
  protected:
-  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
@@ -225,7 +264,6 @@ class OracleScheduler : public StaticScheduler {
   std::size_t next_ = 0;
   double current_ = 0, best_share_ = 0, best_seconds_ = 0;
   bool refined_ = false, trying_ = true;
-  std::vector<double> device_thr_;
 };
 
 }  // namespace hetflow::detail

@@ -1,11 +1,6 @@
-// The loop schedulers (src/loop_schedulers.hpp) on a simulated clock: no OpenCL, a fake CPU of
-// `workers` workers at a fixed rate and fake devices whose throughput grows with the chunk and
-// saturates (the curve with an elbow that LogFit looks for). The simulation is the selector of
-// DESIGN.md §7: each free worker or device token asks for a chunk of what is left, runs it, reports
-// its time, and drops its token when the scheduler gives it nothing. A device chunk also pays what
-// the H200 showed outside its kernel (perf/RESULTS.md): a launch before it and a late notice of its
-// end after it, during which that device token waits; with several slots a device's next chunk is
-// queued behind the one running, so its kernel follows at once.
+// The loop schedulers (src/loop_schedulers.hpp) on a simulated clock (tests/loop_simulation.hpp):
+// fake devices whose throughput grows with the chunk and saturates (the curve with an elbow that
+// LogFit looks for). Several devices of unequal speed: tests/test_loop_schedulers_devices.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,105 +11,12 @@
 #include <vector>
 
 #include "loop_schedulers.hpp"
+#include "loop_simulation.hpp"
 
 using namespace hetflow::detail;
+using namespace hetflow::sim;
 
 namespace {
-
-using Rate = std::function<double(std::size_t)>;  // iterations per second for a chunk of that size
-Rate saturating(double peak, double half) {
-  return [peak, half](std::size_t c) { return peak * double(c) / (double(c) + half); };
-}
-
-struct SimDevice {
-  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0)  // NOLINT: a Rate is a device
-      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds) {}
-  Rate rate;          // of its kernels, as profiling counters time them
-  double launch = 0;  // from submission to the kernel's start, when the device is free
-  double notice = 0;  // from the kernel's end to the host's notice of it (the hook)
-};
-
-struct Machine {
-  unsigned workers = 4;
-  double cpu_rate = 1e6;      // per worker
-  double cpu_chunk_cost = 0;  // per CPU chunk (a hook's submission and run), not in its timed part
-  unsigned device_slots = 1;  // chunks in flight per device (LoopOptions::device_slots)
-  std::vector<SimDevice> devices{saturating(4e7, 4096)};
-};
-
-struct Outcome {
-  double cpu_end = 0, device_end = 0;
-  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
-  std::vector<std::size_t> per_device;
-  std::vector<int> runs;  // how many times each iteration ran
-  double end() const { return std::max(cpu_end, device_end); }
-};
-
-// One call of the loop; `last_call` = how long the previous call took (the oracle's search).
-Outcome simulate(LoopScheduler& s, const Machine& m, std::size_t n, double last_call = 0) {
-  Outcome o;
-  o.runs.assign(n, 0);
-  o.per_device.assign(m.devices.size(), 0);
-  s.restart(n, last_call);
-  struct Event {
-    double t;
-    std::size_t order;  // ties go in submission order: the CPU's tokens first, as LoopState::begin
-    int agent;          // < 0: a token of device -agent-1; else a CPU worker
-    std::size_t begin = 0, size = 0;
-    double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
-    bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
-  };
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  std::size_t order = 0;
-  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
-  for (std::size_t d = 0; d < m.devices.size(); ++d)
-    for (unsigned k = 0; k < m.device_slots; ++k) events.push({0.0, order++, -int(d) - 1});
-  std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
-  std::size_t cursor = 0;
-  while (!events.empty()) {
-    const Event e = events.top();
-    events.pop();
-    const bool device = e.agent < 0;
-    const unsigned d = device ? unsigned(-e.agent - 1) : 0;
-    if (e.size) {
-      for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
-      if (device) {
-        s.record_device(d, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
-        o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
-        o.per_device[d] += e.size;
-      } else {
-        s.record_cpu(e.size, double(e.size) / m.cpu_rate);
-        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
-      }
-    }
-    const std::size_t remaining = n - cursor;
-    const std::size_t chunk = device ? s.device_chunk(d, remaining, e.t) : s.cpu_chunk(remaining, e.t);
-    if (chunk == 0) continue;  // this token is dropped
-    REQUIRE(chunk <= remaining);
-    if (device) {
-      const SimDevice& dev = m.devices[d];
-      const double kernel = double(chunk) / dev.rate(chunk);
-      const double start = std::max(e.t + dev.launch, device_free[d]);
-      device_free[d] = start + kernel;
-      events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
-    } else {
-      events.push({e.t + m.cpu_chunk_cost + double(chunk) / m.cpu_rate, order++, e.agent, cursor, chunk});
-    }
-    cursor += chunk;
-  }
-  return o;
-}
-
-// The best any split can do: every side busy until the end, devices at their saturated rate.
-double ideal_seconds(const Machine& m, std::size_t n) {
-  double rate = double(m.workers) * m.cpu_rate;
-  for (const auto& dev : m.devices) rate += dev.rate(std::size_t(1) << 40);
-  return double(n) / rate;
-}
-
-bool each_once(const Outcome& o) {
-  return std::all_of(o.runs.begin(), o.runs.end(), [](int r) { return r == 1; });
-}
 
 std::vector<std::unique_ptr<LoopScheduler>> every_scheduler(unsigned workers, unsigned devices) {
   std::vector<std::unique_ptr<LoopScheduler>> v;
@@ -300,10 +202,7 @@ Profile h200_like(std::string name, std::size_t n, double cpu_seconds, double de
   p.machine.cpu_rate = double(n) / (cpu_seconds * 15);
   p.machine.cpu_chunk_cost = 5e-6;
   p.machine.device_slots = slots;
-  const Rate rate = [peak, fill = fill, kernel_start = kernel_start](std::size_t c) {
-    return double(c) / (kernel_start + double(std::max(c, fill)) / peak);
-  };
-  p.machine.devices = {SimDevice(rate, 0.25 * fixed, 0.75 * fixed)};
+  p.machine.devices = {SimDevice(filling(peak, fill, kernel_start), 0.25 * fixed, 0.75 * fixed)};
   return p;
 }
 
@@ -325,11 +224,9 @@ std::vector<Profile> h200_profiles() {
 // The loop called `calls` times (time steps), the scheduler kept: each call's makespan.
 std::vector<double> makespans(LoopScheduler& s, const Machine& m, std::size_t n, int calls) {
   std::vector<double> t;
-  double last = 0;
-  for (int call = 0; call < calls; ++call) {
-    const Outcome o = simulate(s, m, n, last);
+  for (const Outcome& o : calls_of(s, m, n, calls)) {
     REQUIRE(each_once(o));
-    t.push_back(last = o.end());
+    t.push_back(o.end());
   }
   return t;
 }

@@ -1,0 +1,157 @@
+#pragma once
+// A simulated machine for the loop schedulers (src/loop_schedulers.hpp): no OpenCL, a clock of its
+// own, a CPU of `workers` workers at a fixed rate and devices whose throughput depends on the chunk
+// (a curve with an elbow: small chunks leave a device idle) and that pay a fixed cost per chunk
+// outside their kernels. It is the selector of DESIGN.md §7 as LoopState (src/hetero_loop.cpp) runs
+// it: each free CPU worker or device token asks the scheduler for a chunk of what is left, runs it,
+// reports its time (a device chunk: its kernel's time as profiling counts it, and the host's round
+// trip), drops its token when given nothing, and the last token standing takes whatever is left.
+// A device chunk pays a launch before its kernel and a late notice of its end after it (the H200's
+// 0.2-1 ms, perf/RESULTS.md), during which its token waits; with several slots a device's next chunk
+// is queued behind the one running, so its kernel follows at once.
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <queue>
+#include <vector>
+
+#include "loop_schedulers.hpp"
+
+namespace hetflow::sim {
+
+using Rate = std::function<double(std::size_t)>;  // iterations per second for a chunk of that size
+
+// Throughput that grows with the chunk and saturates at `peak`, half of it at `half` iterations.
+inline Rate saturating(double peak, double half) {
+  return [peak, half](std::size_t c) { return peak * double(c) / (double(c) + half); };
+}
+
+// A device whose kernel over fewer than `fill` iterations takes as long as one over `fill` (a hard
+// elbow: a thread's latency bounds a chunk that does not fill it), plus `start` seconds per kernel.
+inline Rate filling(double peak, std::size_t fill, double start = 5e-6) {
+  return [peak, fill, start](std::size_t c) { return double(c) / (start + double(std::max(c, fill)) / peak); };
+}
+
+struct SimDevice {
+  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0)  // NOLINT: a Rate is a device
+      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds) {}
+  Rate rate;          // of its kernels, as profiling counters time them
+  double launch = 0;  // from submission to the kernel's start, when the device is free
+  double notice = 0;  // from the kernel's end to the host's notice of it (the hook)
+};
+
+struct Machine {
+  unsigned workers = 4;       // CPU tokens; 0: a loop without a CPU body
+  double cpu_rate = 1e6;      // per worker
+  double cpu_chunk_cost = 0;  // per CPU chunk (a hook's submission and run), not in its timed part
+  unsigned device_slots = 1;  // chunks in flight per device (LoopOptions::device_slots)
+  std::vector<SimDevice> devices{saturating(4e7, 4096)};
+};
+
+struct Outcome {
+  double cpu_end = 0, device_end = 0;  // device_end: the latest of the devices'
+  std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
+  std::size_t leftover = 0;             // taken by the last token because the scheduler gave it nobody
+  std::vector<std::size_t> per_device;  // iterations
+  std::vector<std::size_t> device_chunks_of;
+  std::vector<double> device_ends;  // each device's last chunk's notice (0: ran nothing)
+  std::vector<int> runs;            // how many times each iteration ran
+  double end() const { return std::max(cpu_end, device_end); }
+  // The latest side's end minus the earliest end of a side that ran something: how long one side
+  // held the call after another had stopped.
+  double spread() const {
+    double first = cpu_iterations ? cpu_end : end();
+    for (std::size_t d = 0; d < per_device.size(); ++d)
+      if (per_device[d]) first = std::min(first, device_ends[d]);
+    return end() - first;
+  }
+};
+
+// One call of the loop over `n` iterations; `last_call` = how long the previous call took (the
+// oracle's search).
+inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t n, double last_call = 0) {
+  Outcome o;
+  o.runs.assign(n, 0);
+  o.per_device.assign(m.devices.size(), 0);
+  o.device_chunks_of.assign(m.devices.size(), 0);
+  o.device_ends.assign(m.devices.size(), 0.0);
+  s.restart(n, last_call, m.workers > 0);
+  struct Event {
+    double t;
+    std::size_t order;  // ties go in submission order: the CPU's tokens first, as LoopState::begin
+    int agent;          // < 0: a token of device -agent-1; else a CPU worker
+    std::size_t begin = 0, size = 0;
+    double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
+    bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  std::size_t order = 0;
+  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
+  for (unsigned k = 0; k < m.device_slots; ++k)  // slot by slot, as LoopState::begin
+    for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, order++, -int(d) - 1});
+  std::size_t tokens = events.size();
+  std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
+  std::size_t cursor = 0;
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
+    const bool device = e.agent < 0;
+    const unsigned d = device ? unsigned(-e.agent - 1) : 0;
+    if (e.size) {
+      for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
+      if (device) {
+        s.record_device(d, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
+        o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
+        o.per_device[d] += e.size, ++o.device_chunks_of[d];
+        o.device_ends[d] = std::max(o.device_ends[d], e.t);
+      } else {
+        s.record_cpu(e.size, double(e.size) / m.cpu_rate);
+        o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
+      }
+    }
+    const std::size_t remaining = n - cursor;
+    std::size_t chunk = device ? s.device_chunk(d, remaining, e.t) : s.cpu_chunk(remaining, e.t);
+    if (chunk > remaining) throw std::logic_error("a scheduler handed out more than was left");
+    if (chunk == 0 && tokens == 1) chunk = remaining, o.leftover += remaining;
+    if (chunk == 0) {
+      --tokens;  // this token is dropped
+      continue;
+    }
+    if (device) {
+      const SimDevice& dev = m.devices[d];
+      const double kernel = double(chunk) / dev.rate(chunk);
+      const double start = std::max(e.t + dev.launch, device_free[d]);
+      device_free[d] = start + kernel;
+      events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
+    } else {
+      events.push({e.t + m.cpu_chunk_cost + double(chunk) / m.cpu_rate, order++, e.agent, cursor, chunk});
+    }
+    cursor += chunk;
+  }
+  return o;
+}
+
+// The best any split can do: every side busy until the end, devices at their saturated rate.
+inline double ideal_seconds(const Machine& m, std::size_t n) {
+  double rate = double(m.workers) * m.cpu_rate;
+  for (const auto& dev : m.devices) rate += dev.rate(std::size_t(1) << 40);
+  return double(n) / rate;
+}
+
+inline bool each_once(const Outcome& o) {
+  return std::all_of(o.runs.begin(), o.runs.end(), [](int r) { return r == 1; });
+}
+
+// The loop called `calls` times (time steps), the scheduler kept: each call's outcome.
+inline std::vector<Outcome> calls_of(detail::LoopScheduler& s, const Machine& m, std::size_t n, int calls) {
+  std::vector<Outcome> v;
+  double last = 0;
+  for (int call = 0; call < calls; ++call) {
+    v.push_back(simulate(s, m, n, last));
+    last = v.back().end();
+  }
+  return v;
+}
+
+}  // namespace hetflow::sim

@@ -1,0 +1,194 @@
+// The loop schedulers over several devices of unequal speed, on a simulated clock
+// (tests/loop_simulation.hpp): a fast device, a second one ten times slower, and the CPU, shaped
+// like the H200 host (perf/RESULTS.md, "One loop over several devices", where the second device was
+// PoCL: LogFit gave it nothing and ran 24 % slower than the H200 alone, HGuided's chunks on it held
+// the call 12-15x). What a user who adds a slower device expects: the loop is never slower than
+// without it, every iteration still runs once, the slow device never holds the end of a call, and
+// an adaptive scheduler puts it to use where it helps. The schedulers are made from their text
+// (LoopOptions::scheduler), as LoopState makes them.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loop_scheduler_spec.hpp"
+#include "loop_schedulers.hpp"
+#include "loop_simulation.hpp"
+
+using namespace hetflow::detail;
+using namespace hetflow::sim;
+
+namespace {
+
+// The fast device as the H200 showed (perf/RESULTS.md): a kernel under `fill` iterations takes as
+// long as one over `fill`, and a chunk costs `fixed` seconds outside its kernel (a quarter launch,
+// three quarters late notice). The slow one is `slowdown` times slower with the same elbow, and
+// costs 0.1 ms a chunk (PoCL's launch-and-wait round trip is ~50 us on the host's 16 cores).
+// `cpu_seconds`, `fast_seconds`: the whole loop on the CPU alone and on the fast device alone.
+struct Profile {
+  std::string name;
+  std::size_t n;
+  Machine fast;  // the CPU and the fast device
+  Machine both;  // the CPU and both devices
+};
+
+Profile fast_and_slow(std::string name, std::size_t n, unsigned workers, double cpu_seconds, double fast_seconds,
+                      std::size_t fill, double fixed, double slowdown = 10) {
+  const double peak = double(n) / (fast_seconds - fixed);
+  Profile p{std::move(name), n, {}, {}};
+  p.fast.workers = workers;
+  p.fast.cpu_rate = double(n) / (cpu_seconds * (workers ? workers : 1));
+  p.fast.cpu_chunk_cost = 5e-6;
+  p.fast.devices = {SimDevice(filling(peak, fill), 0.25 * fixed, 0.75 * fixed)};
+  p.both = p.fast;
+  p.both.devices.push_back(SimDevice(filling(peak / slowdown, fill), 0.25e-4, 0.75e-4));
+  return p;
+}
+
+std::vector<Profile> profiles() {
+  return {
+      fast_and_slow("Barnes-Hut 1M-like, 1 ms/chunk", 1'000'000, 15, 2.3, 0.019, 65'536, 1e-3),
+      fast_and_slow("Barnes-Hut 1M-like, 0.3 ms/chunk", 1'000'000, 15, 2.3, 0.019, 65'536, 0.3e-3),
+      fast_and_slow("SpMV 2^22-like (CPU 2x slower than the fast device), 1 ms/chunk", std::size_t(1) << 22, 15, 0.04,
+                    0.019, 262'144, 1e-3),
+      fast_and_slow("2 weak workers, 0.3 ms/chunk", 4'000'000, 2, 4.0, 0.020, 16'384, 0.3e-3),
+      fast_and_slow("devices only (no CPU body), 1 ms/chunk", 1'000'000, 0, 2.3, 0.019, 65'536, 1e-3),
+  };
+}
+
+// The best a fixed split of the CPU and the fast device does: the static share a user would give.
+double best_static_share(const Machine& m, std::size_t n, double* seconds = nullptr) {
+  double best = 1, best_t = 0;
+  for (int i = 0; i <= 200; ++i) {
+    StaticScheduler s(m.workers ? m.workers : 1, {i / 200.0});
+    const double t = simulate(s, m, n).end();
+    if (i == 0 || t <= best_t) best_t = t, best = i / 200.0;  // ties: the larger share
+  }
+  if (seconds) *seconds = best_t;
+  return best;
+}
+
+std::unique_ptr<LoopScheduler> make(const std::string& spec, const Machine& m) {
+  return make_loop_scheduler(spec, m.workers ? m.workers : 1, unsigned(m.devices.size()));
+}
+
+// Calls 1..learning may explore or search; the worst of the calls after them.
+struct Run {
+  double worst = 0;
+  Outcome worst_call;
+  bool each_once = true;
+  std::vector<Outcome> calls;
+};
+Run run(LoopScheduler& s, const Machine& m, std::size_t n, int calls, int learning) {
+  Run r;
+  r.calls = calls_of(s, m, n, calls);
+  for (int c = 0; c < calls; ++c) {
+    r.each_once = r.each_once && each_once(r.calls[std::size_t(c)]);
+    if (c >= learning && r.calls[std::size_t(c)].end() > r.worst)
+      r.worst = r.calls[std::size_t(c)].end(), r.worst_call = r.calls[std::size_t(c)];
+  }
+  return r;
+}
+
+std::string shares(const Outcome& o, std::size_t n) {
+  std::string s = std::to_string(int(100.0 * double(o.cpu_iterations) / double(n) + 0.5)) + " %";
+  for (std::size_t d : o.per_device) s += " / " + std::to_string(int(100.0 * double(d) / double(n) + 0.5)) + " %";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("with a second device ten times slower, no scheduler is slower than with the fast device alone") {
+  for (const Profile& p : profiles()) {
+    double best_static = 0;
+    const double share = best_static_share(p.fast, p.n, &best_static);
+    const double ideal_fast = ideal_seconds(p.fast, p.n), ideal_both = ideal_seconds(p.both, p.n);
+    MESSAGE(p.name << ": ideal " << ideal_fast * 1e3 << " ms with the fast device, " << ideal_both * 1e3
+                   << " ms with both; best static split on the fast device " << share << " (" << best_static * 1e3
+                   << " ms)");
+    // static:S as a user gives it, the best share for the fast device; dynamic at the fast device's elbow.
+    const std::string spec_static = "static:" + std::to_string(share);
+    for (const std::string spec : {std::string("logfit"), std::string("hguided"), std::string("oracle"), spec_static,
+                                   std::string("dynamic:65536")}) {
+      CAPTURE(p.name);
+      CAPTURE(spec);
+      const bool oracle = spec == "oracle";
+      const int calls = oracle ? 30 : 10, learning = oracle ? 22 : 2;
+      auto one = make(spec, p.fast), two = make(spec, p.both);
+      const Run a = run(*one, p.fast, p.n, calls, learning), b = run(*two, p.both, p.n, calls, learning);
+      CHECK(a.each_once);
+      CHECK(b.each_once);
+      MESSAGE("  " << spec << ": fast device " << a.worst * 1e3 << " ms, both " << b.worst * 1e3 << " ms (x"
+                   << b.worst / a.worst << "; shares " << shares(b.worst_call, p.n) << ", first call "
+                   << b.calls[0].end() * 1e3 << " ms)");
+      CHECK(b.worst <= 1.03 * a.worst);
+    }
+  }
+}
+
+TEST_CASE("a slow device never holds the end of a call: its last chunk ends with the other sides'") {
+  for (const Profile& p : profiles())
+    for (const std::string spec : {"logfit", "hguided"}) {
+      CAPTURE(p.name);
+      CAPTURE(spec);
+      auto s = make(spec, p.both);
+      const Run r = run(*s, p.both, p.n, 10, 2);
+      const Outcome& w = r.worst_call;
+      MESSAGE(p.name << ", " << spec << ": worst call " << w.end() * 1e3 << " ms, the CPU ends at " << w.cpu_end * 1e3
+                     << " ms, the fast device at " << w.device_ends[0] * 1e3 << ", the slow one at "
+                     << w.device_ends[1] * 1e3 << " (shares " << shares(w, p.n) << ")");
+      for (std::size_t c = 2; c < r.calls.size(); ++c) {
+        const Outcome& o = r.calls[c];
+        CAPTURE(c);
+        CAPTURE(o.cpu_end);
+        CAPTURE(o.device_ends[0]);
+        CAPTURE(o.device_ends[1]);
+        CHECK(o.device_ends[1] <= std::max(o.cpu_end, o.device_ends[0]) + 0.03 * o.end());
+      }
+    }
+}
+
+// Not met yet (may_fail: it runs and reports): a slow device whose every chunk under its elbow takes
+// as long as its floor (12 ms of a 19 ms call here) is explored one safe sample per call, and LogFit
+// settles it on a share far under the ideal's (0.1-1.8 % where 9 % would be ideal).
+TEST_CASE("LogFit explores the second device and gives it its share where that helps" * doctest::may_fail()) {
+  for (const Profile& p : profiles()) {
+    CAPTURE(p.name);
+    double best_static = 0;
+    best_static_share(p.fast, p.n, &best_static);
+    LogFitScheduler lf(p.both.workers ? p.both.workers : 1, 2);
+    const Run r = run(lf, p.both, p.n, 10, 2);
+    CHECK(r.each_once);
+    CHECK(lf.phase(1) != LogFitScheduler::Phase::exploration);
+    CHECK(lf.stable_chunk(1) > 0);
+    // Half of what the ideal split gains from the second device, at least, against the best any
+    // fixed split of the CPU and the fast device does.
+    const double gain = 1 - ideal_seconds(p.both, p.n) / ideal_seconds(p.fast, p.n);
+    MESSAGE(p.name << ": LogFit over both " << r.worst * 1e3 << " ms, best static on the fast device "
+                   << best_static * 1e3 << " ms, ideal gain " << gain * 100 << " %; slow device's share "
+                   << 100.0 * double(r.worst_call.per_device[1]) / double(p.n) << " %");
+    CHECK(r.worst <= best_static * (1 - 0.5 * gain));
+    CHECK(r.worst_call.per_device[1] > 0);
+  }
+}
+
+TEST_CASE("over devices of unequal speed every scheduler hands out the whole range itself") {
+  // Whatever the scheduler hands to nobody, the last token standing runs (LoopState::take): on
+  // whichever side happens to ask last, the slow device included. No scheduler should leave it to
+  // that; with no CPU body a static split gives the CPU's part to the devices.
+  for (const Profile& p : profiles())
+    for (const std::string spec : {"logfit", "hguided", "oracle", "static:0.5", "static:0.6,0.1", "dynamic:1000"})
+      for (std::size_t n : {std::size_t(1), std::size_t(63), std::size_t(100'003), std::size_t(3'000'001)}) {
+        CAPTURE(p.name);
+        CAPTURE(spec);
+        CAPTURE(n);
+        auto s = make(spec, p.both);
+        for (const Outcome& o : calls_of(*s, p.both, n, 3)) {
+          CHECK(each_once(o));
+          CHECK(o.cpu_iterations + o.device_iterations == n);
+          CHECK(o.leftover == 0);
+        }
+      }
+}
