@@ -97,30 +97,12 @@ void StreamingStep::enqueue(const RequestPtr& r) {
       released.pop_back();
     }
   }
-  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async &&
-      flush_policy_.idle_at(engine_.now_ns(), [this](unsigned q) { engine_.flush(q); }) && !flush_owed_) {
-    flush_owed_ = true;
-    engine_.poller_.flush_soon();
-  }
+  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async)
+    flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
 }
 
-bool StreamingStep::pay_owed_flush() {
-  // The flushes themselves run after the lock is let go: a submitting thread that finds the step
-  // taken hands its request to a TBB worker (Engine::dispatch_and_hand_on), and one clFlush held
-  // under the lock (1-3 us on NVIDIA) every 50 us sends requests that way, each to wait for a
-  // worker to wake. A queue marked flushed here is flushed a moment later by
-  // this thread; a command on another queue waiting on it meanwhile still gets its event submitted.
-  owed_queues_.clear();
-  {
-    std::unique_lock lock(mutex_, std::try_to_lock);
-    if (!lock) return true;  // the step is running: look again at the next tick
-    if (!flush_policy_.idle(engine_.now_ns(), [this](unsigned q) { owed_queues_.push_back(q); })) {
-      flush_owed_ = false;
-      return false;
-    }
-  }
-  for (unsigned q : owed_queues_) engine_.flush(q);
-  return true;
+void StreamingStep::flush_lane(unsigned lane) {
+  flush_policy_.flush_if_dirty(lane, [this](unsigned q) { engine_.flush(q); });
 }
 
 void StreamingStep::advance(const RequestPtr& r, RequestList& released) {
@@ -229,10 +211,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
 
 void StreamingStep::flush_for_wait(unsigned lane, unsigned own_lane) {
   // OpenCL: a command may wait on another queue's event only once that queue was flushed.
-  if (lane != own_lane && flush_policy_.dirty(lane)) {
-    engine_.flush(lane);
-    flush_policy_.flushed(lane);
-  }
+  if (lane != own_lane && flush_policy_.dirty(lane)) flush_lane(lane);
 }
 
 void StreamingStep::chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list) {
@@ -292,13 +271,11 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
       register_now = true;
     }
   }
-  if (engine_.policy == Policy::async)
-    flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
+  // Counted under sync too, where a blocking request's wait flushes (flush_lane) what the step
+  // left: its command must not be taken for flushed.
+  flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
   for (const auto& h : held) engine_.release_held(h, &released);
-  if (register_now) {
-    engine_.watch(r);  // flushes r's queue
-    flush_policy_.flushed(r->lane);
-  }
+  if (register_now) engine_.watch(r);  // flushes r's queue
   if (!failed_pred.empty()) engine_.finish(*r, Status::cancelled, "not run: " + failed_pred);
   unobserved_[r->lane].push_back(r);
   settle_ended(r->lane);

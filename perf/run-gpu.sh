@@ -52,7 +52,6 @@ if has tests; then
   run flow_nodes $B/bin/test_flow_nodes
   run flow_one_worker $B/bin/test_flow_nodes_one_worker
   run no_spinning $B/bin/test_no_spinning
-  run put_off_flush $B/bin/test_put_off_flush
   run loop_workloads $B/bin/test_loop_workloads
   # The CLI case in a process of its own: a child `hetflow run` found no NVIDIA platform once this
   # test process had used the GPU (two runs, 2026-11-23), and found it when run alone.
@@ -77,7 +76,6 @@ if has tests; then
   run pocl_flow_nodes $B/bin/test_flow_nodes
   run pocl_flow_one_worker $B/bin/test_flow_nodes_one_worker
   run pocl_no_spinning $B/bin/test_no_spinning
-  run pocl_put_off_flush $B/bin/test_put_off_flush
   unset HETFLOW_DEVICE
 fi
 

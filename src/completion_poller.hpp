@@ -18,33 +18,24 @@
 
 namespace hetflow::detail {
 
-// The same thread pays the flushes the streaming node put off (src/flush_policy.hpp): after
-// flush_soon() it calls `flush` about every 50 us until that finds nothing left to flush.
 class CompletionPoller {
  public:
-  // `check` reports whether something ended (the engine's poll of its watched commands); `flush`
-  // flushes the queues left dirty and reports whether it must be called again.
-  CompletionPoller(std::function<bool()> check, std::function<bool()> flush)
-      : check_(std::move(check)), flush_(std::move(flush)) {}
+  // `check` reports whether something ended (the engine's poll of its watched commands).
+  explicit CompletionPoller(std::function<bool()> check) : check_(std::move(check)) {}
   ~CompletionPoller();
   CompletionPoller(const CompletionPoller&) = delete;
   CompletionPoller& operator=(const CompletionPoller&) = delete;
 
   void hold();     // a hook or host task now waits on a device command (starts the thread the first time)
   void release();  // it is ready to run, or ended
-  // The streaming node left a queue dirty; called once until `flush` reports nothing left, and
-  // after that report (both under the streaming node's lock), so no request for a flush is lost.
-  void flush_soon();
 
  private:
   void run();
 
   std::function<bool()> check_;
-  std::function<bool()> flush_;
   std::mutex m_;
   std::condition_variable cv_;
   unsigned holders_ = 0;
-  unsigned flush_requests_ = 0;  // flush_soon() calls so far
   bool stopping_ = false;
   std::chrono::microseconds interval_{100};
   std::thread thread_;

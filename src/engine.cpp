@@ -619,7 +619,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
     }
     if (register_now) watch(p);
-    if (flush_only) flush(p->lane);
+    if (flush_only) streaming_step_.flush_lane(p->lane);
   }
   r->preds.clear();
   if (waits_on_device) {  // released by ready() or finish(), which come after the arming ends
@@ -683,7 +683,7 @@ void Engine::watch(const RequestPtr& p) {
     return;
   }
   // The callback can only fire once the command is submitted to the device.
-  flush(p->lane);
+  streaming_step_.flush_lane(p->lane);
 }
 
 void Engine::flush(unsigned lane) {

@@ -99,8 +99,7 @@ class Engine {
   std::int64_t now_ns() const;
   // A completed command's start and end on the records' clock, if the queues profile.
   bool device_times(cl_event ev, std::int64_t& start_ns, std::int64_t& end_ns) const;
-  std::size_t tracked_accesses() const;                              // for tests: what the tracker holds
-  bool unflushed_commands() { return streaming_step_.unflushed(); }  // for tests
+  std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
   // Graph-side steps, one file each under graph_nodes/ (the dispatcher's: DispatchStep).
   void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
@@ -252,7 +251,7 @@ class Engine {
   std::vector<Wire> wiring_;  // the graph's edges as the constructor made them (topology_dot)
 
   // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
-  CompletionPoller poller_{[this] { return poll_watched(); }, [this] { return streaming_step_.pay_owed_flush(); }};
+  CompletionPoller poller_{[this] { return poll_watched(); }};
 };
 
 // The engine behind a controller, for the library's own code and the tests; users have no way to

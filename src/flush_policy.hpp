@@ -4,82 +4,89 @@
 // 3 us after an empty kernel), so one flush per command was most of what hetflow added per request
 // there. A queue is flushed when something needs its commands submitted:
 //   - a command on another queue is about to wait on one of them (OpenCL requires the flush);
-//   - a host-side consumer waits on one (Engine::watch flushes on its own);
-//   - the streaming node has nothing more to enqueue for now, unless the queue was flushed less
-//     than `max_age_ns` ago: then the device has its earlier commands to run, and the caller owes
-//     a flush within `max_age_ns` (idle_at() says so; the completion poller's thread pays it). A
-//     program submitting one request at a time leaves the node idle after each, and flushing every
-//     time was the largest part of hetflow's cost per pipelined request on the H200 (1 us of 2.3,
-//     perf record, perf/RESULTS.md 2026-11-25 "Per request");
+//   - a host-side consumer waits on one (Engine::watch, or a wait blocking on the event itself);
+//   - the streaming node has nothing more to enqueue for now (idle());
 //   - it holds `max_commands` unflushed commands, or its oldest has waited `max_age_ns`, so a
 //     long burst still feeds the device.
-// Pure bookkeeping, no OpenCL: the caller flushes. Used under the streaming node's lock only.
+// Any flush counts, whoever makes it, and a queue with nothing new is not flushed again: a wait
+// after a launch used to flush a second time (1.3 us on NVIDIA for nothing).
+// Putting the idle flush off for a moment after another (paid by the completion poller's thread)
+// was measured and dropped: 1-1.5 us less per pipelined kernel on the H100, but 2-3 us more per
+// 4-byte transfer and 3-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
+// "the idle flush put off").
+// Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
+// lock; flush_if_dirty() and idle() run on any thread.
+#include <atomic>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace hetflow::detail {
 
 class FlushPolicy {
  public:
   FlushPolicy(std::size_t queues, unsigned max_commands, std::int64_t max_age_ns)
-      : queues_(queues), max_commands_(max_commands), max_age_ns_(max_age_ns) {}
+      : queues_(std::make_unique<Queue[]>(queues)),
+        count_(queues),
+        max_commands_(max_commands),
+        max_age_ns_(max_age_ns) {}
 
-  bool dirty(unsigned q) const { return queues_[q].unflushed > 0; }
-  // Flushed by the caller for another reason (a dependant on another queue waits on it).
-  void flushed(unsigned q) { queues_[q].unflushed = 0; }
+  // q holds commands enqueued and not flushed since.
+  bool dirty(unsigned q) const { return unflushed(queues_[q]) > 0; }
 
-  // A command was just enqueued on q at `now_ns`; calls flush(q) for every queue due by count or age.
+  // Flushes q through `flush(q)` and records it: every command enqueued before counts as submitted.
   template <class Flush>
-  void enqueued(unsigned q, std::int64_t now_ns, Flush&& flush) {
-    auto& s = queues_[q];
-    if (s.unflushed++ == 0) s.oldest_ns = now_ns;
-    for (unsigned i = 0; i < queues_.size(); ++i) {
-      const auto& t = queues_[i];
-      if (t.unflushed > 0 && (t.unflushed >= max_commands_ || now_ns - t.oldest_ns >= max_age_ns_))
-        flush_now(i, now_ns, flush);
+  void flush(unsigned q, Flush&& flush) {
+    Queue& s = queues_[q];
+    const std::uint64_t through = s.enqueued.load(std::memory_order_acquire);
+    flush(q);
+    std::uint64_t seen = s.flushed.load(std::memory_order_relaxed);
+    while (seen < through && !s.flushed.compare_exchange_weak(seen, through, std::memory_order_acq_rel)) {
     }
   }
 
-  // The streaming node ran dry at `now_ns`: every dirty queue not flushed within max_age goes to
-  // the device now. Returns whether one was left dirty: then idle() is owed within max_age.
+  // As flush(), only if q holds a command not flushed yet.
   template <class Flush>
-  bool idle_at(std::int64_t now_ns, Flush&& flush) {
-    bool deferred = false;
-    for (unsigned i = 0; i < queues_.size(); ++i) {
-      if (!dirty(i)) continue;
-      if (now_ns - queues_[i].last_flush_ns >= max_age_ns_)
-        flush_now(i, now_ns, flush);
-      else
-        deferred = true;
-    }
-    return deferred;
+  void flush_if_dirty(unsigned q, Flush&& flush_fn) {
+    if (dirty(q)) flush(q, flush_fn);
   }
 
-  // Every dirty queue goes to the device. Returns whether there was one.
+  // A command was just enqueued on q at `now_ns`; flushes every queue due by count or age.
   template <class Flush>
-  bool idle(std::int64_t now_ns, Flush&& flush) {
+  void enqueued(unsigned q, std::int64_t now_ns, Flush&& flush_fn) {
+    Queue& s = queues_[q];
+    if (!dirty(q)) s.oldest_ns = now_ns;
+    s.enqueued.fetch_add(1, std::memory_order_acq_rel);
+    for (unsigned i = 0; i < count_; ++i) {
+      const Queue& t = queues_[i];
+      const std::uint64_t n = unflushed(t);
+      if (n > 0 && (n >= max_commands_ || now_ns - t.oldest_ns >= max_age_ns_)) flush(i, flush_fn);
+    }
+  }
+
+  // The streaming node ran dry: every dirty queue goes to the device. Returns whether there was one.
+  template <class Flush>
+  bool idle(Flush&& flush_fn) {
     bool any = false;
-    for (unsigned i = 0; i < queues_.size(); ++i)
+    for (unsigned i = 0; i < count_; ++i)
       if (dirty(i)) {
-        flush_now(i, now_ns, flush);
+        flush(i, flush_fn);
         any = true;
       }
     return any;
   }
 
  private:
-  template <class Flush>
-  void flush_now(unsigned q, std::int64_t now_ns, Flush& flush) {
-    flush(q);
-    queues_[q].unflushed = 0;
-    queues_[q].last_flush_ns = now_ns;
-  }
   struct Queue {
-    unsigned unflushed = 0;
-    std::int64_t oldest_ns = 0;
-    std::int64_t last_flush_ns = INT64_MIN / 2;  // never: the first command of a run goes at once
+    std::atomic<std::uint64_t> enqueued{0};  // commands so far
+    std::atomic<std::uint64_t> flushed{0};   // of them, known flushed
+    std::int64_t oldest_ns = 0;              // when the first unflushed one came (under the node's lock)
   };
-  std::vector<Queue> queues_;
+  static std::uint64_t unflushed(const Queue& s) {
+    const std::uint64_t e = s.enqueued.load(std::memory_order_acquire), f = s.flushed.load(std::memory_order_acquire);
+    return e > f ? e - f : 0;
+  }
+  std::unique_ptr<Queue[]> queues_;
+  std::size_t count_;
   unsigned max_commands_;
   std::int64_t max_age_ns_;
 };
