@@ -11,9 +11,9 @@
 // Any flush counts, whoever makes it, and a queue with nothing new is not flushed again: a wait
 // after a launch used to flush a second time (1.3 us on NVIDIA for nothing).
 // Putting the idle flush off for a moment after another (paid by the completion poller's thread)
-// was measured and dropped: 1-1.5 us less per pipelined kernel on the H100, but 2-3 us more per
-// 4-byte transfer and 3-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
-// "the idle flush put off").
+// was measured and dropped: 1-1.5 us less per pipelined kernel on the H100, but 1-4.5 us more per
+// 4-byte transfer and 6-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
+// "the idle flush put off and dropped").
 // Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
 // lock; flush_if_dirty() and idle() run on any thread.
 #include <atomic>

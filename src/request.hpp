@@ -65,8 +65,9 @@ using RequestPtr = std::shared_ptr<Request>;
 // wait, a completion on a TBB worker), a few at a time: a pattern that misses glibc's per-thread
 // cache and takes the arena's lock and slow path for most of them (callgrind, perf/RESULTS.md
 // 2026-11-25 "Per request"). oneTBB's scalable allocator keeps per-thread pools that take frees
-// from other threads. AddressSanitizer sees only malloc's blocks, so its builds keep the default.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// from other threads. AddressSanitizer sees only malloc's blocks, so its builds keep the default, as
+// do builds against a oneTBB without tbbmalloc (CMakeLists.txt).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(HETFLOW_NO_SCALABLE_ALLOCATOR)
 template <class T>
 using RequestAllocator = std::allocator<T>;
 #else
