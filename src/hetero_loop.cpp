@@ -230,10 +230,14 @@ void LoopState::next_device(unsigned d) {
     // Before the body runs: its launches may use only tiles the device already has (DeviceView).
     if (view)
       for (auto& w : writes) w = view->own(w);
+    std::vector<Access> reads;  // the device's first chunk: the reads nothing writes (prepare_further_devices)
     {
       std::lock_guard lock(m_);
       note_tiles(d, writes);
+      reads.swap(first_chunk_reads_[d]);
+      note_tiles(d, reads);
     }
+    for (const auto& r : reads) ctl.submit_transfer(true, r);
     {
       LaunchesOf collecting(*kernels);
       std::optional<DeviceView::Scope> translating;
@@ -297,6 +301,7 @@ void LoopState::begin(std::size_t n) {
     stopping_ = false;
     first_failure_.clear();
     tiles_.assign(devices_.size(), {});
+    first_chunk_reads_.assign(devices_.size(), {});
     report_ = LoopReport{};
     report_.sides = {LoopReport::Side{"cpu"}};
     for (Controller* d : devices_) report_.sides.push_back(LoopReport::Side{d->device().name});
@@ -344,14 +349,21 @@ void LoopState::prepare_further_devices(std::size_t n) {
   // The home controller's hazards do not order another controller's transfers, which read and
   // write the same host images: its earlier requests on the loop's tiles end first.
   std::vector<Access> touched = body_.reads;
-  for (auto& w : body_.writes(Chunk{0, n})) touched.push_back(std::move(w));
+  const std::vector<Access> written = body_.writes(Chunk{0, n});
+  for (const auto& w : written) touched.push_back(w);
   std::set<TileState*> waited;
   for (const auto& a : touched)
     if (waited.insert(a.tile.get()).second) c_.wait_tile(a.tile);
-  // Every device gets the reads before any chunk writes a host image: one device's chunk writing
-  // back a region of a tile another device is still moving over (an io tile in reads) would race
-  // with it, and no controller's hazards see the other's requests. So the moves are waited for.
+  std::set<TileState*> written_tiles;
+  for (const auto& w : written) written_tiles.insert(w.tile.get());
+  // A read the loop also writes (an io tile) goes to every device before any chunk writes a host
+  // image back: one device's write-back over a region another device is still moving would race,
+  // and no controller's hazards see the other's requests. So those moves are waited for. A read
+  // nothing writes goes to the home device at once, as with one device, and to a further device
+  // only with its first chunk (next_device): Barnes-Hut's 70 MB of bodies held a loop over the
+  // H100 and PoCL until PoCL had copied them, and a device the scheduler gives nothing needs none.
   std::vector<std::pair<Controller*, std::shared_ptr<TileState>>> moved;
+  std::unique_lock lock(m_);
   for (std::size_t d = 0; d < devices_.size(); ++d)
     for (const auto& r : body_.reads) {
       if (r.tile->device_only) {
@@ -360,11 +372,16 @@ void LoopState::prepare_further_devices(std::size_t n) {
                          "' is in LoopBody::reads but is device-only: its contents are on the first device alone");
       }
       const Access mine = d == 0 ? r : views_[d]->own(r);
+      const bool also_written = written_tiles.count(r.tile.get()) > 0;
+      if (d > 0 && !also_written) {
+        first_chunk_reads_[d].push_back(Access{mine.tile, mine.box, Role::in});
+        continue;
+      }
       devices_[d]->submit_transfer(true, Access{mine.tile, mine.box, Role::in});
-      moved.emplace_back(devices_[d], mine.tile);
-      std::lock_guard lock(m_);
+      if (also_written) moved.emplace_back(devices_[d], mine.tile);
       tiles_[d].insert(mine.tile);
     }
+  lock.unlock();
   for (const auto& [ctl, tile] : moved) ctl->wait_tile(tile);
 }
 

@@ -100,6 +100,7 @@ class LoopState {
   std::string first_failure_;
   LoopReport report_;
   std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
+  std::vector<std::vector<Access>> first_chunk_reads_;       // per device: moved with its first chunk
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end

@@ -229,6 +229,44 @@ TEST_CASE(
   devs.second.wait_all();
 }
 
+TEST_CASE("a read nothing writes goes to a further device with its first chunk, and not at all without one") {
+  ControllerOptions recording = test::options(Policy::async);
+  recording.record = true;
+  Controller home{test::options(Policy::async)}, second{recording};
+  const std::size_t n = 4096;
+  auto x = home.tile<float>(n, "x");
+  auto y = home.tile<float>(n, "y");
+  auto square = home.kernel_from_source(
+      "kernel void square(global const float* x, global float* y, ulong end) {"
+      "  size_t i = get_global_id(0); if (i < end) y[i] = x[i] * x[i]; }",
+      "square");
+  LoopBody body;
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(square, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  body.reads = {in(x)};
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  auto moves_to_second = [&] {
+    std::size_t h2d = 0;
+    for (const auto& r : second.records()) h2d += r.kind == "H2D";
+    return h2d;
+  };
+  int call = 0;
+  for (const char* scheduler : {"static:1,0", "static:0.5,0.5", "static:0,1"}) {
+    CAPTURE(scheduler);
+    const std::size_t before = moves_to_second();
+    // New input each call: a device computing from an earlier call's copy gets it wrong.
+    ++call;
+    for (std::size_t i = 0; i < n; ++i) x[i] = float(i % 97) + 0.25f * float(call);
+    test::fill(y, -1.0f);
+    const auto report = parallel_for({&home, &second}, n, body, {.scheduler = scheduler, .device_slots = 2});
+    CHECK(moves_to_second() - before == (report.sides[2].iterations > 0 ? 1u : 0u));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += y[i] != x[i] * x[i];
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("misuse of a loop over several devices is refused with what is wrong") {
   TwoDevices devs;
   MarkingLoop counting(devs, 1000);

@@ -80,7 +80,8 @@ struct LoopBody {
 };
 
 struct LoopOptions {
-  // "logfit", "static:S" (S of each call to the devices, 0..1, split evenly among them),
+  // "logfit", "static:S" (S of each call to the devices, 0..1, divided among them by each one's
+  // throughput in the previous call, evenly in the first),
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
