@@ -28,11 +28,13 @@
 //   tiles; the launch gets the same program built for ctl_d's context and ctl_d's own tiles over
 //   the home tiles' host images (same host memory, a device image of its own). Its writes come
 //   back into the home tiles' host images: the one output array holds every side's results.
-// - What device d sees of a home tile is what the loop moved there: `reads` (whole, before the
-//   call's first chunk) and the chunk's `writes`. A launch using any other home tile is refused
+// - What device d sees of a home tile is what the loop moved there: `reads` (whole, before its
+//   first chunk of the call) and the chunk's `writes`. A launch using any other home tile is refused
 //   (UsageError), except device-only tiles, which are each device's own scratch (never shared).
 // - A call first waits for the home controller's earlier requests on the loop's tiles (a failed
-//   one is thrown then), and moves the reads to every device before any chunk starts. Do not
+//   one is thrown then). Reads the loop also writes go to every device before any chunk starts;
+//   the others go to the home device at once and to another device with its first chunk (none to
+//   a device given nothing). Do not
 //   submit requests on those tiles from other threads while the call runs. On return every
 //   written region is in the home host images (host-latest, as after CPU chunks): requests
 //   submitted later on the home controller (move_to, a host task) see the results; the home
