@@ -34,11 +34,15 @@ inline Rate filling(double peak, std::size_t fill, double start = 5e-6) {
 }
 
 struct SimDevice {
-  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0)  // NOLINT: a Rate is a device
-      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds) {}
+  SimDevice(Rate r, double launch_seconds = 0, double notice_seconds = 0,  // NOLINT: a Rate is a device
+            double first_copy_seconds = 0)
+      : rate(std::move(r)), launch(launch_seconds), notice(notice_seconds), first_copy(first_copy_seconds) {}
   Rate rate;          // of its kernels, as profiling counters time them
   double launch = 0;  // from submission to the kernel's start, when the device is free
   double notice = 0;  // from the kernel's end to the host's notice of it (the hook)
+  // The loop's reads, copied with the device's first chunk of each call (LoopState::next_device on
+  // a further device): its first kernel starts that much after its submission.
+  double first_copy = 0;
 };
 
 struct Machine {
@@ -92,6 +96,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, order++, -int(d) - 1});
   std::size_t tokens = events.size();
   std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
+  std::vector<bool> copied(m.devices.size(), false);       // its first chunk of the call went
   std::size_t cursor = 0;
   while (!events.empty()) {
     const Event e = events.top();
@@ -121,6 +126,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     if (device) {
       const SimDevice& dev = m.devices[d];
       const double kernel = double(chunk) / dev.rate(chunk);
+      if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;
       events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
