@@ -245,6 +245,10 @@ cl_int StreamingStep::enqueue_on_driver(Request& r, const std::vector<cl_event>&
 }
 
 void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released) {
+  // Counted before the event is published below: a waiter that sees the event flushes the queue
+  // only if the count says a command is unflushed (flush_lane), and would otherwise skip this one.
+  // Under sync too, where that waiter's flush is the only one.
+  flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
   std::string failed_pred;
   for (const auto& p : running) {
@@ -271,9 +275,6 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
       register_now = true;
     }
   }
-  // Counted under sync too, where a blocking request's wait flushes (flush_lane) what the step
-  // left: its command must not be taken for flushed.
-  flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) engine_.watch(r);  // flushes r's queue
   if (!failed_pred.empty()) engine_.finish(*r, Status::cancelled, "not run: " + failed_pred);
