@@ -15,7 +15,8 @@
 // 4-byte transfer and 6-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
 // "the idle flush put off and dropped").
 // Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
-// lock; flush_if_dirty() and idle() run on any thread.
+// lock, before the command's event is visible to any other thread (one that saw the event and found
+// the queue clean would skip a flush the command needs); flush_if_dirty() and idle() run on any thread.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -33,12 +34,12 @@ class FlushPolicy {
   // q holds commands enqueued and not flushed since.
   bool dirty(unsigned q) const { return unflushed(queues_[q]) > 0; }
 
-  // Flushes q through `flush(q)` and records it: every command enqueued before counts as submitted.
+  // Flushes q through `flush_fn(q)` and records it: every command enqueued before counts as submitted.
   template <class Flush>
-  void flush(unsigned q, Flush&& flush) {
+  void flush(unsigned q, Flush&& flush_fn) {
     Queue& s = queues_[q];
     const std::uint64_t through = s.enqueued.load(std::memory_order_acquire);
-    flush(q);
+    flush_fn(q);
     std::uint64_t seen = s.flushed.load(std::memory_order_relaxed);
     while (seen < through && !s.flushed.compare_exchange_weak(seen, through, std::memory_order_acq_rel)) {
     }
