@@ -211,7 +211,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
 
 void StreamingStep::flush_for_wait(unsigned lane, unsigned own_lane) {
   // OpenCL: a command may wait on another queue's event only once that queue was flushed.
-  if (lane != own_lane && flush_policy_.dirty(lane)) flush_lane(lane);
+  if (lane != own_lane) flush_lane(lane);  // only if it holds an unflushed command
 }
 
 void StreamingStep::chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list) {
