@@ -6,6 +6,7 @@
 # (only the Sobel measurements of issue 16: default slots, a slot and host-thread sweep), flow (the
 # flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers),
 # loopdevices (one loop over the H200 and PoCL, and over two controllers of the H200),
+# twogpu (one loop over two GPUs of one host: machine kind nvidia-h100-x2 or nvidia-h200-x2),
 # peerloops (the Barnes-Hut loop balanced by StarPU against parallel_for), or all; several as a
 # comma-separated list (tests,flow,loops).
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
@@ -148,6 +149,22 @@ if has loopdevices; then
   HETFLOW_LOOP_DEVICES=nvidia,nvidia run loopdev_twice_barneshut $B/bin/bench_loops barneshut 1000000 6 --fast-math
   HETFLOW_DEVICE=nvidia run loopdev_tests $B/bin/test_parallel_for_devices
   echo; echo "===== loop device tables"; grep -h -A14 "calls each" "$L"/loopdev_*.log
+fi
+if has twogpu; then
+  # The GPUs' platform:device selections, from `hetflow devices`.
+  unset HETFLOW_DEVICE
+  mapfile -t gpus < <($B/bin/hetflow devices | awk '/ GPU /{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+:[0-9]+$/) {print $i; break}}')
+  if [ "${#gpus[@]}" -ge 2 ]; then
+    two="${gpus[0]},${gpus[1]}"
+    log "twogpu: $two"
+    HETFLOW_DEVICE=${gpus[0]} HETFLOW_TEST_SECOND_DEVICE=${gpus[1]} run twogpu_tests $B/bin/test_parallel_for_devices
+    HETFLOW_LOOP_DEVICES=$two run twogpu_barneshut $B/bin/bench_loops barneshut 1000000 6 --fast-math
+    HETFLOW_LOOP_DEVICES=$two run twogpu_spmv $B/bin/bench_loops spmv 22 6
+    HETFLOW_LOOP_DEVICES=$two run twogpu_nbody $B/bin/bench_loops nbody 65536 6 --fast-math
+    echo; echo "===== two-GPU loop tables"; grep -h -A14 "calls each" "$L"/twogpu_*.log
+  else
+    log "twogpu: fewer than two GPUs here (${gpus[*]})"
+  fi
 fi
 if has peerloops; then
   if [ -x $B/bin/bench_peers_loops ]; then

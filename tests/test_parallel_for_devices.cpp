@@ -1,5 +1,6 @@
 // The heterogeneous loop over several devices (include/hetflow/parallel_for.hpp): two controllers on
-// this machine's PoCL device act as two devices. Every iteration exactly once on exactly one side,
+// this machine's PoCL device act as two devices (HETFLOW_TEST_SECOND_DEVICE puts the second on
+// another device: perf/run-gpu.sh's `twogpu` part runs these cases over two GPUs). Every iteration exactly once on exactly one side,
 // for every scheduler and awkward sizes; each device's results land in the home controller's tiles,
 // which its later requests see; the loop workloads equal their references; failures on the second
 // device are named and nothing hangs; misuse is refused with what is wrong.
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
@@ -22,9 +24,15 @@ namespace {
 // (1 for device 0, 16 for device 1) to the home tile `device_hits`, one kernel for both.
 constexpr int kMark[2] = {1, 16};
 
+// The second device's options: the default device again, or HETFLOW_TEST_SECOND_DEVICE's.
+ControllerOptions second_options(ControllerOptions o) {
+  if (const char* sel = std::getenv("HETFLOW_TEST_SECOND_DEVICE"); sel && *sel) o.device = sel;
+  return o;
+}
+
 struct TwoDevices {
   Controller home{test::options(Policy::async)};
-  Controller second{test::options(Policy::async)};
+  Controller second{second_options(test::options(Policy::async))};
   std::vector<Controller*> list() { return {&home, &second}; }
 };
 
@@ -232,7 +240,7 @@ TEST_CASE(
 TEST_CASE("a read nothing writes goes to a further device with its first chunk, and not at all without one") {
   ControllerOptions recording = test::options(Policy::async);
   recording.record = true;
-  Controller home{test::options(Policy::async)}, second{recording};
+  Controller home{test::options(Policy::async)}, second{second_options(recording)};
   const std::size_t n = 4096;
   auto x = home.tile<float>(n, "x");
   auto y = home.tile<float>(n, "y");
