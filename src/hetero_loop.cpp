@@ -132,7 +132,7 @@ void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const s
   const bool cpu = side_index < 0;
   if (failure.empty()) {
     if (cpu)
-      scheduler_->record_cpu(chunk.size(), seconds);
+      scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
     else
       scheduler_->record_device(unsigned(side_index), chunk.size(), seconds, round_trip);
   }

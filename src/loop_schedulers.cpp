@@ -8,22 +8,31 @@
 
 namespace hetflow::detail {
 
+void LoopScheduler::rest_is(std::size_t remaining) {
+  call_n_ = std::max(call_n_, remaining);  // a caller that skipped restart()
+  const std::size_t k = std::clamp<std::size_t>(cpu_last_call_, 1, remaining);
+  cpu_thr_ = cpu_cost_.rate(call_n_ - k, k);
+}
+
 std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
   if (remaining == 0) return 0;
   std::lock_guard lock(m_);
+  rest_is(remaining);
   return std::min(next_cpu(remaining, now), remaining);
 }
 
 std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now) {
   if (remaining == 0 || d >= devices_) return 0;
   std::lock_guard lock(m_);
+  rest_is(remaining);
   return std::min(next_device(d, remaining, now), remaining);
 }
 
-void LoopScheduler::record_cpu(std::size_t iterations, double seconds) {
+void LoopScheduler::record_cpu(std::size_t begin, std::size_t iterations, double seconds) {
   if (iterations == 0 || !(seconds > 0)) return;
   std::lock_guard lock(m_);
-  on_cpu(iterations, seconds);
+  cpu_cost_.record(begin, iterations, seconds);
+  cpu_this_call_ += iterations;
 }
 
 void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
@@ -35,6 +44,10 @@ void LoopScheduler::record_device(unsigned d, std::size_t iterations, double sec
 void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu) {
   std::lock_guard lock(m_);
   with_cpu_ = with_cpu;
+  call_n_ = iterations;
+  cpu_last_call_ = cpu_this_call_ ? cpu_this_call_ : iterations;
+  cpu_this_call_ = 0;
+  cpu_cost_.restart(iterations);
   on_restart(iterations, last_call_seconds);
 }
 
@@ -159,7 +172,7 @@ std::size_t LogFitScheduler::explore_from(std::size_t iterations) const {
 
 void LogFitScheduler::on_restart(std::size_t iterations, double) {
   n_ = iterations;
-  cpu_given_ = 0;
+  cpu_given_seconds_ = 0;
   for (Device& dev : dev_) {
     // Two calls in a row whose chunks ran mostly under 0.9 of the model: the device's behaviour
     // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
@@ -240,8 +253,7 @@ std::size_t LogFitScheduler::ending_by(const Device& dev, std::size_t chunk, dou
 
 double LogFitScheduler::cpu_free(double now) const {
   // The CPU's workers have been busy since the call began (its chunks are sized so).
-  if (cpu_thr_ <= 0) return now;
-  return std::max(now, double(cpu_given_) / (double(cpu_workers_) * cpu_thr_));
+  return std::max(now, cpu_given_seconds_ / double(cpu_workers_));
 }
 
 double LogFitScheduler::end_together(double now, double work, int except) const {
@@ -334,8 +346,18 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   };
   const double balanced = std::clamp(thr * (end_together(now, rem) - start), 0.0, rem);
   double x = rem, best = end_if(rem);  // everything: no CPU chunk can end later than the device
+  // Leaving the others a share pays only if it gains more than one more chunk of this device
+  // costs (its cost outside the kernel and a small kernel's time): should they fall short by a
+  // single iteration, the device comes back for it (simulated, Barnes-Hut's uneven costs on one
+  // GPU and 31 workers: 2 chunks a call and 24.3 ms where the device alone took 23.1). Only where
+  // the others are the CPU alone: with another device running, the same share left to the CPU
+  // was needed by it (a slow second device charged so was never used).
+  bool other_devices = false;
+  for (unsigned e = 0; e < devices_; ++e) other_devices = other_devices || (e != d && !dev_[e].stopped);
+  const double follow_up =
+      other_devices || !cpu_runs() ? 0.0 : std::max(0.0, dev.fixed) + 64.0 / std::max(1.0, predicted(dev, 64));
   for (double candidate : {std::round(balanced), 0.0}) {
-    const double e = end_if(candidate);
+    const double e = end_if(candidate) + (candidate > 0 && candidate < rem ? follow_up : 0.0);
     if (e < best) best = e, x = candidate;
   }
   if (x < 1) {  // the others end sooner without it: its token stops for this call
@@ -383,25 +405,25 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
       device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
     }
     const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + devices_thr);
-    chunk = std::size_t(std::max(1.0, std::min(device_seconds * cpu_thr_, fair)));
+    chunk = std::max<std::size_t>(1, std::min(cpu_within(remaining, device_seconds), std::size_t(fair)));
   } else {
     // Planned: half of what this worker can run before every side would end together — so no CPU
     // chunk ends after the device's last one, and the CPU takes only what it finishes by then
     // (on a device 100x the CPU that is little) — or, once the CPU can finish all that is left
     // by then, an even share of it (halving on would leave a tail of one-iteration chunks). Not
     // rounded to 64: one CPU iteration of Barnes-Hut takes 34 us, 64 of them a tenth of the
-    // whole loop on the H200.
-    const double by_then = (end_together(now, double(remaining)) - now) * cpu_thr_;
-    const double even = std::ceil(double(remaining) / double(cpu_workers_));
-    chunk = std::size_t(
-        std::max(1.0, double(remaining) <= double(cpu_workers_) * by_then ? std::min(even, by_then) : 0.5 * by_then));
+    // whole loop on the H200. Measured in the time the iterations at the front of the rest take
+    // (CpuCostProfile), not in a mean count: Barnes-Hut's cost differs tenfold by region.
+    const double until = end_together(now, double(remaining)) - now;
+    const std::size_t by_then = cpu_within(remaining, until);
+    const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
+    chunk = std::max<std::size_t>(1, remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then)
+                                                                                        : cpu_within(remaining, 0.5 * until));
   }
   chunk = std::min(chunk, remaining);
-  cpu_given_ += chunk;
+  cpu_given_seconds_ += cpu_thr_ > 0 ? cpu_seconds(remaining, chunk) : 0.0;
   return chunk;
 }
-
-void LogFitScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
 void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   Device& dev = dev_[d];
@@ -525,7 +547,7 @@ std::size_t HGuidedScheduler::bounded(std::size_t remaining, std::size_t want, d
   // end of the side's own package grows with it, the others' end shrinks), none if even the
   // smallest would end later.
   auto own_end = [&](double p) {
-    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p) : now + p / cpu_thr_;
+    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p) : now + cpu_seconds(remaining, std::size_t(p));
   };
   auto fits = [&](double p) { return own_end(p) <= others_end(now, double(remaining) - p, dev, !dev); };
   if (fits(double(want))) return want;
@@ -561,7 +583,17 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, dou
     return std::min(remaining, std::max(min_chunk_, round_up_64(std::size_t(share), remaining)));
   }
   // Nobody else left to take the rest: all of it (halving on would pay a chunk's fixed cost per step).
-  if (total_power() <= dev.power) return remaining;
+  // Likewise when sharing the rest would end it sooner by less than one more package of this device
+  // costs (outside its kernel, and a kernel's least time): the CPU's 1-2 % of Barnes-Hut beside a GPU
+  // cost the GPU three more packages (simulated: 25.0 ms where the GPU alone took 23.1).
+  // (Not while another device runs: it takes packages anyway, and this one taking all left it idle.)
+  bool other_devices = false;
+  for (const Device& other : dev_) other_devices = other_devices || (&other != &dev && !other.stopped && other.power > 0);
+  const double alone = double(remaining) / dev.power, shared = double(remaining) / total_power();
+  if (total_power() <= dev.power || (!other_devices && alone - shared <= std::max(0.0, dev.fixed) + dev.floor)) {
+    dev.busy_until = std::max(now, dev.busy_until) + device_seconds(dev, double(remaining));
+    return remaining;
+  }
   // No smaller than the package that fills the device (its floor at its power): a smaller one
   // takes as long, so its power would be wasted; nor so small that its cost outside the kernel
   // exceeds a tenth of it: the shrinking packages would pay a round trip each (simulated, devices
@@ -583,7 +615,6 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, dou
   return p;
 }
 
-void HGuidedScheduler::on_cpu(std::size_t iterations, double seconds) { blend(cpu_thr_, double(iterations) / seconds); }
 
 void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean

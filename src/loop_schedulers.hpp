@@ -7,11 +7,14 @@
 // begins the next call. Thread-safe: the CPU workers and the devices' completions report at once.
 //
 // The CPU is `cpu_workers` workers, each asking for its own chunks; devices are numbered
-// 0..devices-1, each with one chunk in flight at a time.
+// 0..devices-1, each with one chunk in flight at a time. Chunks are handed out in order from the
+// front of the range: the iterations left are always its last `remaining`.
 #include <cstddef>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "loop_cpu_cost.hpp"
 
 namespace hetflow::detail {
 
@@ -29,11 +32,12 @@ class LoopScheduler {
   // the rest of the call from it: when each side will be free).
   std::size_t cpu_chunk(std::size_t remaining, double now);
   std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
-  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks). A device
+  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks); a CPU
+  // chunk's `begin` places it in the range (its cost there is learned: CpuCostProfile). A device
   // chunk's `round_trip` is the host's time from its submission to the notice of its end: with
   // profiling it also holds what the kernel's counters leave out — launch, transfers back, a late
   // notice — which the device spends idle when one chunk is in flight (0: not known).
-  void record_cpu(std::size_t iterations, double seconds);
+  void record_cpu(std::size_t begin, std::size_t iterations, double seconds);
   void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
   // (0 for the first call), end to end. `with_cpu`: the loop has a CPU body (else no CPU chunk is
@@ -44,17 +48,28 @@ class LoopScheduler {
   // Called under the scheduler's lock; `d` < devices().
   virtual std::size_t next_cpu(std::size_t remaining, double /*now*/) = 0;
   virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
-  virtual void on_cpu(std::size_t, double) {}
   virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   // Whether this call has CPU workers at all (restart's `with_cpu`).
   bool cpu_runs() const { return with_cpu_; }
+  // One CPU worker on the iterations left: its mean rate over all of them (set before each
+  // next_cpu/next_device: 0 while no CPU chunk was timed), the seconds of the next `p` of them,
+  // and how many of them it ends within `seconds`.
+  double cpu_seconds(std::size_t remaining, std::size_t p) const { return cpu_cost_.seconds(call_n_ - remaining, p); }
+  std::size_t cpu_within(std::size_t remaining, double seconds) const {
+    return cpu_cost_.within(call_n_ - remaining, seconds, remaining);
+  }
   const unsigned cpu_workers_;
   const unsigned devices_;
+  double cpu_thr_ = 0;
 
  private:
+  void rest_is(std::size_t remaining);
   std::mutex m_;
   bool with_cpu_ = true;
+  std::size_t call_n_ = 0;
+  std::size_t cpu_last_call_ = 0, cpu_this_call_ = 0;  // iterations the CPU ran
+  CpuCostProfile cpu_cost_;
 };
 
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
@@ -146,12 +161,11 @@ class LogFitScheduler : public LoopScheduler {
   std::size_t stable_chunk(unsigned d = 0) const { return dev_[d].stable_chunk; }
   double device_throughput(unsigned d = 0) const { return dev_[d].thr; }
   double chunk_cost(unsigned d = 0) const { return dev_[d].fixed; }  // seconds outside the kernel
-  double cpu_throughput() const { return cpu_thr_; }                 // of one worker
+  double cpu_throughput() const { return cpu_thr_; }                 // of one worker, on the rest
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
-  void on_cpu(std::size_t iterations, double seconds) override;
   void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
@@ -193,8 +207,8 @@ class LogFitScheduler : public LoopScheduler {
 
   const double elbow_gain_;
   std::vector<Device> dev_;
-  double cpu_thr_ = 0;
-  std::size_t n_ = 0, cpu_given_ = 0;  // this call's range and what the CPU took of it
+  std::size_t n_ = 0;             // this call's range
+  double cpu_given_seconds_ = 0;  // what the CPU took of it, in one worker's predicted seconds
 };
 
 // HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each
@@ -217,7 +231,6 @@ class HGuidedScheduler : public LoopScheduler {
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
-  void on_cpu(std::size_t iterations, double seconds) override;
   void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
@@ -240,7 +253,6 @@ class HGuidedScheduler : public LoopScheduler {
   std::size_t bounded(std::size_t remaining, std::size_t want, double now, const Device* dev) const;
   double k_;
   std::size_t min_chunk_;
-  double cpu_thr_ = 0;  // one CPU worker
   std::vector<Device> dev_;
 };
 

@@ -8,7 +8,8 @@
 // trip), drops its token when given nothing, and the last token standing takes whatever is left.
 // A device chunk pays a launch before its kernel and a late notice of its end after it (the H200's
 // 0.2-1 ms, perf/RESULTS.md), during which its token waits; with several slots a device's next chunk
-// is queued behind the one running, so its kernel follows at once.
+// is queued behind the one running, so its kernel follows at once. An irregular loop's iterations
+// cost more in some parts of the range than in others (Machine::cost), on every side alike.
 #include <algorithm>
 #include <cstddef>
 #include <functional>
@@ -51,7 +52,27 @@ struct Machine {
   double cpu_chunk_cost = 0;  // per CPU chunk (a hook's submission and run), not in its timed part
   unsigned device_slots = 1;  // chunks in flight per device (LoopOptions::device_slots)
   std::vector<SimDevice> devices{saturating(4e7, 4096)};
+  // Iteration i costs cost(i) times the mean (empty: all alike); a chunk's time on any side is
+  // scaled by its iterations' mean cost.
+  std::function<double(std::size_t)> cost;
 };
+
+// Barnes-Hut's per-body cost in tree order on one core, 256-body samples at 40 places across 1M
+// bodies (perf/RESULTS.md, 2026-11-25: 4.9 to 47.6 us), linear between them, as multiples of their
+// mean; `reversed` runs it from the other end.
+inline std::function<double(std::size_t)> barnes_hut_cost(std::size_t n, bool reversed = false) {
+  static const double us[] = {4.9,  27.9, 40.9, 22.1, 14.4, 19.7, 44.6, 44.5, 18.5, 21.5, 26.5, 14.7, 18.9, 26.2,
+                              30.5, 20.5, 10.1, 23.6, 19.8, 17.0, 23.7, 31.2, 34.3, 41.7, 31.7, 47.6, 42.2, 26.7,
+                              38.6, 36.8, 18.3, 16.1, 34.4, 39.7, 35.9, 44.0, 20.9, 20.3, 21.1, 18.0};
+  constexpr std::size_t k = sizeof(us) / sizeof(us[0]);
+  double mean = 0;
+  for (double u : us) mean += u / k;
+  return [n, reversed, mean](std::size_t i) {
+    const double x = double(reversed ? n - 1 - i : i) / double(n) * double(k - 1);
+    const std::size_t j = std::min(k - 2, std::size_t(x));
+    return (us[j] + (x - double(j)) * (us[j + 1] - us[j])) / mean;
+  };
+}
 
 struct Outcome {
   double cpu_end = 0, device_end = 0;  // device_end: the latest of the devices'
@@ -97,6 +118,11 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   std::size_t tokens = events.size();
   std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
   std::vector<bool> copied(m.devices.size(), false);       // its first chunk of the call went
+  std::vector<double> cost_before(n + 1, 0.0);  // cost_before[i]: iterations [0, i) in mean costs
+  for (std::size_t i = 0; i < n; ++i) cost_before[i + 1] = cost_before[i] + (m.cost ? m.cost(i) : 1.0);
+  auto mean_cost = [&](std::size_t begin, std::size_t size) {
+    return (cost_before[begin + size] - cost_before[begin]) / double(size);
+  };
   std::size_t cursor = 0;
   while (!events.empty()) {
     const Event e = events.top();
@@ -111,7 +137,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
         o.per_device[d] += e.size, ++o.device_chunks_of[d];
         o.device_ends[d] = std::max(o.device_ends[d], e.t);
       } else {
-        s.record_cpu(e.size, double(e.size) / m.cpu_rate);
+        s.record_cpu(e.begin, e.size, double(e.size) * mean_cost(e.begin, e.size) / m.cpu_rate);
         o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
       }
     }
@@ -125,13 +151,14 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     }
     if (device) {
       const SimDevice& dev = m.devices[d];
-      const double kernel = double(chunk) / dev.rate(chunk);
+      const double kernel = double(chunk) * mean_cost(cursor, chunk) / dev.rate(chunk);
       if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;
       events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
     } else {
-      events.push({e.t + m.cpu_chunk_cost + double(chunk) / m.cpu_rate, order++, e.agent, cursor, chunk});
+      events.push({e.t + m.cpu_chunk_cost + double(chunk) * mean_cost(cursor, chunk) / m.cpu_rate, order++, e.agent,
+                   cursor, chunk});
     }
     cursor += chunk;
   }

@@ -269,3 +269,35 @@ TEST_CASE("on H200-like machines LogFit loses no time against the device alone a
     CHECK(worst <= 1.05 * best_static);
   }
 }
+
+TEST_CASE("the CPU's cost is learned by where in the range it was paid") {
+  // Iterations [0, 5000) cost 1 us each, [5000, 10000) 10 us (Barnes-Hut's regions differ tenfold).
+  CpuCostProfile p;
+  p.restart(10'000);
+  CHECK_FALSE(p.measured());
+  CHECK(p.seconds(0, 100) == 0);
+  CHECK(p.within(0, 1.0, 100) == 0);
+  for (std::size_t b = 0; b < 10'000; b += 500) p.record(b, 500, 500 * (b < 5000 ? 1e-6 : 10e-6));
+  REQUIRE(p.measured());
+  CHECK(p.seconds(0, 1000) == doctest::Approx(1e-3).epsilon(0.02));
+  CHECK(p.seconds(8000, 1000) == doctest::Approx(10e-3).epsilon(0.02));
+  CHECK(p.seconds(4500, 1000) == doctest::Approx(5.5e-3).epsilon(0.05));
+  CHECK(p.rate(9000, 1000) == doctest::Approx(1e5).epsilon(0.02));
+  // within() is seconds()'s inverse from a place: 2 ms buys ~2000 cheap iterations, ~200 costly.
+  CHECK(p.within(0, 2e-3, 10'000) == doctest::Approx(2000).epsilon(0.05));
+  CHECK(p.within(7000, 2e-3, 3000) == doctest::Approx(200).epsilon(0.03));
+  CHECK(p.within(7000, 1.0, 3000) == 3000);  // capped
+  // A later call where only the cheap half was run again: the costly half is still remembered,
+  // and older calls weigh half each time, so a changed cost takes over.
+  for (int call = 0; call < 6; ++call) {
+    p.restart(10'000);
+    p.record(0, 5000, 5000 * 3e-6);
+  }
+  CHECK(p.seconds(0, 1000) == doctest::Approx(3e-3).epsilon(0.05));
+  CHECK(p.seconds(8000, 1000) == doctest::Approx(10e-3).epsilon(0.05));
+  // A range never run costs the mean of everything measured.
+  CpuCostProfile q;
+  q.restart(1'000'000);
+  q.record(0, 1000, 2e-3);
+  CHECK(q.seconds(900'000, 1000) == doctest::Approx(2e-3).epsilon(0.01));
+}
