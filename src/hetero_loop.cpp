@@ -130,6 +130,11 @@ void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses)
 void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure,
                             double round_trip) {
   const bool cpu = side_index < 0;
+  // What the scheduler is told, as it is told it (the call's clock: when the notice came).
+  if (log().should_log(spdlog::level::debug))
+    log().debug("parallel_for: {} chunk {} ended at {:.3f} ms: {:.3f} ms{}", side_text(side_index), range_text(chunk),
+                seconds_since(started_) * 1e3, seconds * 1e3,
+                cpu ? std::string() : fmt::format(", round trip {:.3f} ms", round_trip * 1e3));
   if (failure.empty()) {
     if (cpu)
       scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
