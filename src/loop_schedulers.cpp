@@ -417,8 +417,9 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     const double until = end_together(now, double(remaining)) - now;
     const std::size_t by_then = cpu_within(remaining, until);
     const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
-    chunk = std::max<std::size_t>(1, remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then)
-                                                                                        : cpu_within(remaining, 0.5 * until));
+    chunk =
+        std::max<std::size_t>(1, remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then)
+                                                                                  : cpu_within(remaining, 0.5 * until));
   }
   chunk = std::min(chunk, remaining);
   cpu_given_seconds_ += cpu_thr_ > 0 ? cpu_seconds(remaining, chunk) : 0.0;
@@ -547,7 +548,8 @@ std::size_t HGuidedScheduler::bounded(std::size_t remaining, std::size_t want, d
   // end of the side's own package grows with it, the others' end shrinks), none if even the
   // smallest would end later.
   auto own_end = [&](double p) {
-    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p) : now + cpu_seconds(remaining, std::size_t(p));
+    return dev ? std::max(now, dev->busy_until) + device_seconds(*dev, p)
+               : now + cpu_seconds(remaining, std::size_t(p));
   };
   auto fits = [&](double p) { return own_end(p) <= others_end(now, double(remaining) - p, dev, !dev); };
   if (fits(double(want))) return want;
@@ -588,7 +590,8 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, dou
   // cost the GPU three more packages (simulated: 25.0 ms where the GPU alone took 23.1).
   // (Not while another device runs: it takes packages anyway, and this one taking all left it idle.)
   bool other_devices = false;
-  for (const Device& other : dev_) other_devices = other_devices || (&other != &dev && !other.stopped && other.power > 0);
+  for (const Device& other : dev_)
+    other_devices = other_devices || (&other != &dev && !other.stopped && other.power > 0);
   const double alone = double(remaining) / dev.power, shared = double(remaining) / total_power();
   if (total_power() <= dev.power || (!other_devices && alone - shared <= std::max(0.0, dev.fixed) + dev.floor)) {
     dev.busy_until = std::max(now, dev.busy_until) + device_seconds(dev, double(remaining));
@@ -614,7 +617,6 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, dou
   dev.busy_until = std::max(now, dev.busy_until) + device_seconds(dev, double(p));
   return p;
 }
-
 
 void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean

@@ -118,7 +118,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   std::size_t tokens = events.size();
   std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
   std::vector<bool> copied(m.devices.size(), false);       // its first chunk of the call went
-  std::vector<double> cost_before(n + 1, 0.0);  // cost_before[i]: iterations [0, i) in mean costs
+  std::vector<double> cost_before(n + 1, 0.0);             // cost_before[i]: iterations [0, i) in mean costs
   for (std::size_t i = 0; i < n; ++i) cost_before[i + 1] = cost_before[i] + (m.cost ? m.cost(i) : 1.0);
   auto mean_cost = [&](std::size_t begin, std::size_t size) {
     return (cost_before[begin + size] - cost_before[begin]) / double(size);

@@ -1,7 +1,7 @@
 // The heterogeneous loop over several devices (include/hetflow/parallel_for.hpp): two controllers on
 // this machine's PoCL device act as two devices (HETFLOW_TEST_SECOND_DEVICE puts the second on
-// another device: perf/run-gpu.sh's `twogpu` part runs these cases over two GPUs). Every iteration exactly once on exactly one side,
-// for every scheduler and awkward sizes; each device's results land in the home controller's tiles,
+// another device: perf/run-gpu.sh's `twogpu` part runs these cases over two GPUs). Every iteration exactly once on
+// exactly one side, for every scheduler and awkward sizes; each device's results land in the home controller's tiles,
 // which its later requests see; the loop workloads equal their references; failures on the second
 // device are named and nothing hangs; misuse is refused with what is wrong.
 #include <hetflow/parallel_for.hpp>
