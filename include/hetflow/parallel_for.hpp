@@ -87,9 +87,10 @@ struct LoopOptions {
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
-  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device). Not more than the TBB
-  // threads less one while a device takes part: with every thread in a CPU chunk the device's
-  // completions wait for the CPU to run out of chunks (perf/bench_loop_tokens: 1 device chunk of 64).
+  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device). Keep it below the TBB
+  // threads while a device takes part (not enforced, a known flaw): with every thread in a CPU chunk
+  // the device's completions wait for the CPU to run out of chunks (perf/bench_loop_tokens: the
+  // device got 1 chunk of 64).
   unsigned cpu_workers = 0;
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
   // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, where LogFit, whose model
