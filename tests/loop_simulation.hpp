@@ -116,12 +116,12 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   for (unsigned k = 0; k < m.device_slots; ++k)  // slot by slot, as LoopState::begin
     for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, order++, -int(d) - 1});
   std::size_t tokens = events.size();
-  std::vector<double> device_free(m.devices.size(), 0.0);  // when its queue's last kernel ends
-  std::vector<bool> copied(m.devices.size(), false);       // its first chunk of the call went
-  std::vector<double> cost_before(n + 1, 0.0);             // cost_before[i]: iterations [0, i) in mean costs
-  for (std::size_t i = 0; i < n; ++i) cost_before[i + 1] = cost_before[i] + (m.cost ? m.cost(i) : 1.0);
+  std::vector<double> device_free(m.devices.size(), 0.0);    // when its queue's last kernel ends
+  std::vector<bool> copied(m.devices.size(), false);         // its first chunk of the call went
+  std::vector<double> cost_before(m.cost ? n + 1 : 0, 0.0);  // cost_before[i]: iterations [0, i) in mean costs
+  for (std::size_t i = 0; m.cost && i < n; ++i) cost_before[i + 1] = cost_before[i] + m.cost(i);
   auto mean_cost = [&](std::size_t begin, std::size_t size) {
-    return (cost_before[begin + size] - cost_before[begin]) / double(size);
+    return m.cost ? (cost_before[begin + size] - cost_before[begin]) / double(size) : 1.0;
   };
   std::size_t cursor = 0;
   while (!events.empty()) {
