@@ -218,8 +218,9 @@ TEST_CASE("over devices of unequal speed every scheduler hands out the whole ran
 // barnes_hut_cost). On two H100s with 31 CPU workers the CPU's packages at the end of a call were
 // sized from the throughput of whatever chunks a worker ran last, and held the call: with the CPU,
 // LogFit and HGuided took 0.0226 and 0.0231 s where HGuided over the devices alone took 0.0162, and
-// over one GPU twice 0.131 and 0.054 s (perf/RESULTS.md, 2026-11-25 17:00Z); simulated with a
-// throughput from the latest chunks, LogFit's CPU ended a call at 46.9 ms where the GPU ended at 24.5.
+// over one GPU twice 0.131 and 0.054 s (perf/RESULTS.md, 2026-11-25 16:58Z); simulated with a
+// throughput from the latest chunks (the old running mean put back for one run), LogFit's CPU ended
+// a call at 46.9 ms where the GPU ended at 24.5.
 // With the cost learned by region (CpuCostProfile) the CPU, about 1 % of the loop there, must never
 // end after the devices, and the call must not be slower than on the devices alone — by more than
 // LogFit's 5.7 % over two GPUs (the CPU falls a few iterations short of its plan and a GPU comes
