@@ -213,6 +213,13 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
     CHECK(r.output.find("verify against the sequential reference") != std::string::npos);
     CHECK(r.output.find("0 beyond tolerance") != std::string::npos);
   }
+  // HETFLOW_LOG=debug tells what each side was given and what the scheduler was told of it.
+  const auto logged = test::run_command("HETFLOW_LOG=debug " + cli +
+                                        " run nbody --size 512 --calls 1 --scheduler dynamic:128 --cpu-workers 1");
+  INFO(logged.output);
+  CHECK(logged.status == 0);
+  CHECK(logged.output.find("parallel_for: cpu chunk [") != std::string::npos);
+  CHECK(logged.output.find("ms, round trip ") != std::string::npos);
   const auto bad = test::run_command(cli + " run barneshut --scheduler fastest");
   INFO(bad.output);
   CHECK(bad.status != 0);
