@@ -1,5 +1,8 @@
 #include "engine.hpp"
 
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -105,6 +108,10 @@ Engine::Engine(const ControllerOptions& options)
   tbb::flow::make_edge(streaming_, receiver_);
   wiring_.push_back({"streaming", "receiver", "completions (gateway)"});
   bind_graph_context();
+  // The graph runs in the arena of the thread that made it (oneTBB attaches to it).
+  graph_threads_ = unsigned(std::max<std::size_t>(
+      1, std::min<std::size_t>(std::size_t(tbb::this_task_arena::max_concurrency()),
+                               tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism))));
 
   cl_command_queue_properties props = profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
   if (out_of_order) props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
@@ -418,7 +425,7 @@ void Engine::bind_graph_context() {
 }
 
 void Engine::help_run_graph() {
-  if (std::unique_lock helping(helper_mutex_, std::try_to_lock); helping) graph_.wait_for_all();
+  if (auto helping = try_to_help()) run_graph_tasks();
 }
 
 bool Engine::ended_within(cl_event ev, std::chrono::microseconds spin) {

@@ -138,6 +138,19 @@ class Engine {
   // The calling thread runs the graph's tasks until it is idle, unless another thread already does
   // (one at a time: graph::wait_for_all() writes the graph's own flags on return).
   void help_run_graph();
+  // The same in parts, for a thread that waits for something the graph's tasks will end (a loop's
+  // call, src/hetero_loop.cpp): with the helper's lock (empty if another thread helps), it holds the
+  // graph open (hold_graph), so graph::wait_for_all() keeps it there until release_graph() comes
+  // from whichever thread ends the wait. Meanwhile it sleeps in TBB's own wait and wakes for each
+  // new task (a device's completion put by a driver's thread), where a timed sleep between helps
+  // would leave that task waiting whenever every worker runs a CPU chunk.
+  std::unique_lock<std::recursive_mutex> try_to_help() { return {helper_mutex_, std::try_to_lock}; }
+  void run_graph_tasks() { graph_.wait_for_all(); }  // holding try_to_help()'s lock
+  void hold_graph() { graph_.reserve_wait(); }
+  void release_graph() { graph_.release_wait(); }
+  // Threads that may run this engine's graph tasks: its arena's, within TBB's global limit, taken
+  // when the engine was made (the arena its graph runs in).
+  unsigned graph_threads() const { return graph_threads_; }
   void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
   static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
@@ -234,6 +247,7 @@ class Engine {
   mutable std::mutex lost_mutex_;
   std::string lost_message_;
   bool steps_on_submitting_thread_ = true;  // unless HETFLOW_DEBUG_STEPS_ON_WORKERS
+  unsigned graph_threads_ = 1;
 
   // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while
   // callbacks and workers keep putting messages (without the trait it does, on return).

@@ -6,8 +6,6 @@
 // controller. The calling thread only waits for the end.
 #include "hetero_loop.hpp"
 
-#include <tbb/info.h>
-
 #include <chrono>
 #include <optional>
 
@@ -46,11 +44,18 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
   return kernels.empty() || last <= first ? host_seconds : double(last - first) * 1e-9;
 }
 
-unsigned default_cpu_workers() {
-  // One thread of the arena is left for the device's completion hooks and the engine's steps: the
-  // calling thread, which helps run the graph while it waits (LoopState::run).
-  const int cores = tbb::info::default_concurrency();
-  return unsigned(cores > 1 ? cores - 1 : 1);
+// CPU chunks at once: as asked (all threads but one by default), never more than the threads that
+// run the home controller's graph less one. That one is the devices': their chunks' completions and
+// next launches are graph tasks too, and with every thread in a CPU chunk they waited for the CPU to
+// run out of chunks (seed 002's starved GPU token, its Fig. 47: on the H100 host, 16 CPU workers of
+// 16 threads left the device 5 chunks of 64 where 15 left it 49, perf/bench_loop_tokens).
+unsigned cpu_workers_for(unsigned asked, unsigned threads) {
+  const unsigned most = threads > 1 ? threads - 1 : 1;
+  if (asked > most)
+    log().info(
+        "parallel_for: {} CPU workers asked, {} run: one of the {} TBB threads stays free for the devices' steps",
+        asked, most, threads);
+  return asked ? std::min(asked, most) : most;
 }
 }  // namespace
 
@@ -58,7 +63,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
     : devices_((check_devices(devices), std::move(devices))),
       c_(*devices_[0]),
       options_(std::move(options)),
-      cpu_workers_(options_.cpu_workers ? options_.cpu_workers : default_cpu_workers()),
+      cpu_workers_(cpu_workers_for(options_.cpu_workers, engine_of(c_).graph_threads())),
       scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_, unsigned(devices_.size()))),
       flow_node_(flow_node) {
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
@@ -156,6 +161,10 @@ void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const s
 
 void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
   if (in_flight_ != 0 || tokens_ != 0) return;
+  if (graph_held_) {  // the waiting thread leaves the graph's tasks (run_to_end)
+    graph_held_ = false;
+    engine_of(c_).release_graph();
+  }
   ended_.notify_all();
   if (!done_) return;
   auto done = std::move(done_);
@@ -309,6 +318,7 @@ void LoopState::begin(std::size_t n) {
     first_chunk_reads_.assign(devices_.size(), {});
     report_ = LoopReport{};
     report_.sides = {LoopReport::Side{"cpu"}};
+    report_.cpu_workers = body_.cpu ? cpu_workers_ : 0;
     for (Controller* d : devices_) report_.sides.push_back(LoopReport::Side{d->device().name});
     note_tiles(0, body_.reads);
     // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously);
@@ -416,20 +426,38 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
       throw UsageError("parallel_for inside host task '" + task->name +
                        "' of one of its controllers would wait for the graph that runs the task");
   claim_and_begin(n);
-  // The calling thread helps run the graph's tasks rather than only sleep: with a CPU token per
-  // worker thread, the device's completion hooks would otherwise find every worker busy with a CPU
-  // chunk and the device would idle until one ended (seed 002's starved GPU token, Fig. 47; seen on
-  // the H200 as the device getting 1.6 % of a Barnes-Hut loop it runs 140x faster than the CPU).
-  {
-    std::unique_lock lock(m_);
-    const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
-    while (!all_ended()) {
-      lock.unlock();
-      engine.help_run_graph();  // returns once the graph is idle: the device's chunk is in flight
+  // The calling thread is one of the threads the CPU workers leave to the devices (cpu_workers_for):
+  // it runs the graph's tasks until the call ends, the graph held open meanwhile, so a device's
+  // completion is taken up as soon as it comes (TBB wakes this thread for it) even while every
+  // worker runs a CPU chunk. Only one thread helps a graph at a time; if another does, this one
+  // checks every millisecond while that one runs the tasks.
+  const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
+  std::unique_lock lock(m_);
+  while (!all_ended()) {
+    lock.unlock();
+    if (auto helping = engine.try_to_help()) {
       lock.lock();
-      ended_.wait_for(lock, std::chrono::milliseconds(1), all_ended);
+      graph_held_ = !all_ended();
+      if (graph_held_) engine.hold_graph();
+      lock.unlock();
+      try {
+        engine.run_graph_tasks();  // returns once the call's end released the graph
+      } catch (...) {
+        lock.lock();
+        if (graph_held_) engine.release_graph();
+        graph_held_ = false;
+        throw;
+      }
     }
+    lock.lock();
+    // The graph returned without the call's end only if its context was cancelled: wait as above.
+    if (graph_held_) {
+      graph_held_ = false;
+      engine.release_graph();
+    }
+    ended_.wait_for(lock, std::chrono::milliseconds(1), all_ended);
   }
+  lock.unlock();
   return end_of_call();
 }
 

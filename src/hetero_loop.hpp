@@ -104,6 +104,7 @@ class LoopState {
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end
+  bool graph_held_ = false;          // run's thread holds the home graph open until the call's end
 };
 
 }  // namespace hetflow::detail

@@ -3,9 +3,14 @@
 // awkward sizes; results equal to the CPU reference; failures reported, nothing hangs.
 #include <hetflow/parallel_for.hpp>
 
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
 #include <atomic>
-#include <thread>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "process.hpp"
 #include "support.hpp"
@@ -201,6 +206,65 @@ TEST_CASE("misuse is refused with what is wrong") {
   CHECK(second_error.find("already running a call") != std::string::npos);
   CHECK(first.sides[0].iterations == 1000);
   CHECK(loop(1000).sides[0].iterations == 1000);  // and the loop serves the next call
+}
+
+TEST_CASE("the device is served while every CPU worker is busy, however many workers are asked for") {
+  // Seed 002's flaw (its Fig. 47): with a CPU token per thread, the device's completions found no
+  // thread and the device idled until the CPU ran out of chunks. Here each CPU chunk waits (asleep,
+  // leaving the cores to the device) until the device has started 4 chunks: a starved device never
+  // does, and the waits run out.
+  const unsigned threads =
+      unsigned(std::min<std::size_t>(std::size_t(tbb::this_task_arena::max_concurrency()),
+                                     tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
+  if (threads < 2) {
+    MESSAGE("one TBB thread: the CPU chunk and the device take turns on it; nothing to check");
+    return;
+  }
+  Controller c(test::options(Policy::async));
+  // Each side marks its own regions (the CPU 2, the device 1); nothing one side writes is read by the
+  // other, so no chunk waits for another's hazards.
+  auto mark = c.kernel_from_source(
+      "kernel void mark(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }", "mark");
+  for (unsigned asked : {0u, threads, 2 * threads}) {
+    CAPTURE(asked);
+    const std::size_t n = 64 * (std::size_t(threads) + 16);  // more chunks than CPU workers
+    auto y = c.tile<int>(n, "y");
+    test::fill(y, 0);
+    std::mutex m;
+    std::condition_variable started;
+    int device_chunks = 0, cpu_waits_ran_out = 0;
+    LoopBody body;
+    body.device = [&](Controller& ctl, Chunk ch) {
+      {
+        std::lock_guard lock(m);
+        ++device_chunks;
+      }
+      started.notify_all();
+      ctl.launch(mark, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    body.cpu = [&](Chunk ch) {
+      {
+        std::unique_lock lock(m);
+        // Once one wait ran out, the others do not wait: a starved loop fails in 20 s, not in one per chunk.
+        const auto served = [&] { return device_chunks >= 4 || cpu_waits_ran_out > 0; };
+        if (!started.wait_for(lock, std::chrono::seconds(20), served)) ++cpu_waits_ran_out;
+      }
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
+    };
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    const auto report = parallel_for(c, n, body, {.scheduler = "dynamic:64", .cpu_workers = asked});
+    std::size_t on_cpu = 0, on_device = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      on_cpu += y[i] == 2;
+      on_device += y[i] == 1;
+    }
+    CHECK(on_cpu == report.sides[0].iterations);
+    CHECK(on_device == report.sides[1].iterations);
+    CHECK(on_cpu + on_device == n);
+    CHECK(cpu_waits_ran_out == 0);
+    CHECK(device_chunks >= 4);
+    CHECK(report.cpu_workers == (asked == 0 ? threads - 1 : std::min(asked, threads - 1)));
+  }
 }
 
 TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {

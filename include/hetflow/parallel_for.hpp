@@ -87,10 +87,10 @@ struct LoopOptions {
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
-  // CPU chunks at once; 0 = cores - 1 (the calling thread helps the device). Keep it below the TBB
-  // threads while a device takes part (not enforced, a known flaw): with every thread in a CPU chunk
-  // the device's completions wait for the CPU to run out of chunks (perf/bench_loop_tokens: the
-  // device got 1 chunk of 64).
+  // CPU chunks at once; 0 = the TBB threads less one. Never more than that: one thread stays for
+  // the devices, whose completions and next launches are TBB tasks too (with every thread in a CPU
+  // chunk they waited for the CPU to run out of chunks: seed 002's starved GPU token). The calling
+  // thread is that one while it waits. LoopReport::cpu_workers says how many ran.
   unsigned cpu_workers = 0;
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
   // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, where LogFit, whose model
@@ -108,8 +108,9 @@ struct LoopReport {
     double busy_seconds = 0;  // summed chunk times (CPU: over its workers)
   };
   std::vector<Side> sides;
-  double seconds = 0;     // the call, end to end
-  std::string scheduler;  // its name and what it decided, for logs
+  double seconds = 0;        // the call, end to end
+  unsigned cpu_workers = 0;  // CPU chunks at most at once (LoopOptions::cpu_workers, bounded); 0: no CPU body
+  std::string scheduler;     // its name and what it decided, for logs
 };
 
 namespace detail {
