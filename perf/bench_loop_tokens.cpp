@@ -2,8 +2,9 @@
 // Fig. 47: with as many CPU tokens as cores, TBB 2020's opencl_node left the GPU idle) measured on
 // hetflow::parallel_for: a loop whose CPU chunks each spin for CPU_MS and whose device chunks are a
 // trivial kernel, under dynamic:CHUNK, with cpu_workers = cores - 1 (the default), cores and twice
-// the cores. A healthy loop gives the device nearly every chunk (its chunks take microseconds) and
-// ends in about one CPU chunk's time; a starved device token gets a chunk only when the CPU runs out.
+// the cores asked (the loop runs at most the threads less one: the "ran" column). A healthy loop
+// gives the device nearly every chunk (its chunks take microseconds) and ends in about one CPU
+// chunk's time; a starved device token gets a chunk only when the CPU runs out.
 //   bench_loop_tokens [CPU_MS=20] [N=65536] [CHUNK=1024] [CALLS=3]
 #include <hetflow/hetflow.hpp>
 #include <hetflow/parallel_for.hpp>
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::printf("device: %s; %u cores; CPU chunk %.1f ms, %zu iterations in chunks of %zu, %d calls (median)\n",
                 c.device().name.c_str(), cores, cpu_ms, n, chunk, calls);
-    std::printf("%-22s %10s %14s %14s\n", "cpu_workers", "call s", "device chunks", "device share");
+    std::printf("%-22s %5s %10s %14s %14s\n", "cpu_workers", "ran", "call s", "device chunks", "device share");
     for (unsigned workers : {cores > 1 ? cores - 1 : 1u, cores, 2 * cores}) {
       HeteroLoop loop(c, body, LoopOptions{.scheduler = "dynamic:" + std::to_string(chunk), .cpu_workers = workers});
       std::vector<LoopReport> reports;
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
       const std::string label = std::to_string(workers) + (workers == cores - 1 ? " (cores - 1)"
                                                            : workers == cores   ? " (cores)"
                                                                                 : " (2 x cores)");
-      std::printf("%-22s %10.4f %14zu %13.1f%%\n", label.c_str(), r.seconds, r.sides[1].chunks,
+      std::printf("%-22s %5u %10.4f %14zu %13.1f%%\n", label.c_str(), r.cpu_workers, r.seconds, r.sides[1].chunks,
                   100.0 * double(r.sides[1].iterations) / double(n));
     }
     c.wait_all();
