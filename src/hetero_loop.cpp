@@ -335,8 +335,11 @@ void LoopState::begin(std::size_t n) {
   else if (body_.device)
     for (const auto& r : body_.reads)
       if (!r.tile->device_only) c_.submit_transfer(true, Access{r.tile, r.box, Role::in});
-  if (body_.cpu)
-    for (unsigned i = 0; i < cpu_workers_; ++i) next_cpu();
+  const auto start_cpu_workers = [this] {
+    if (body_.cpu)
+      for (unsigned i = 0; i < cpu_workers_; ++i) next_cpu();
+  };
+  if (!body_.device || engine.policy == Policy::sync) start_cpu_workers();
   if (!body_.device) return;
   if (engine.policy == Policy::sync) {
     // Under sync every transfer blocks, which a hook may not do: the calling thread is the
@@ -355,9 +358,12 @@ void LoopState::begin(std::size_t n) {
     }
     return;
   }
+  // The devices' first chunks go out before the CPU's: handing 15 CPU workers their chunks took
+  // 0.2 ms on the H100 host, a sixth of a 1.2 ms N-body call the device waited out (perf/RESULTS.md).
   // Slot by slot, so that each device's first chunk is out before any device's second.
   for (unsigned i = 0; i < device_slots_; ++i)
     for (unsigned d = 0; d < devices_.size(); ++d) next_device(d);
+  start_cpu_workers();
 }
 
 void LoopState::prepare_further_devices(std::size_t n) {
