@@ -395,8 +395,10 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));
   } else if (exploring) {
     // 002's rule while a device explores: a CPU chunk as long as the shortest device chunk in
-    // flight (gpu_chunk / f), and no more than the share of the rest that keeps every side ending
-    // together.
+    // flight (gpu_chunk / f), and no more than this worker runs before the planned sides would end
+    // all the rest together. That plan knows when each device is free: a share by throughputs
+    // alone counted a device busy with 99 % of the call as taking the rest too, and cut the CPU's
+    // part to chunks of 4 iterations (in simulation, 2,512 chunks and the call 3 % late).
     double device_seconds = 0;
     for (const Device& dev : dev_) {
       if (dev.stopped || dev.thr <= 0) continue;
@@ -404,8 +406,9 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
       const double t = double(c) / dev.thr;
       device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
     }
-    const double fair = double(remaining) * cpu_thr_ / (double(cpu_workers_) * cpu_thr_ + devices_thr);
-    chunk = std::max<std::size_t>(1, std::min(cpu_within(remaining, device_seconds), std::size_t(fair)));
+    const double until = end_together(now, double(remaining)) - now;
+    const std::size_t share = std::isfinite(until) ? cpu_within(remaining, until) : remaining;
+    chunk = std::max<std::size_t>(1, std::min(cpu_within(remaining, device_seconds), share));
   } else {
     // Planned: half of what this worker can run before every side would end together — so no CPU
     // chunk ends after the device's last one, and the CPU takes only what it finishes by then

@@ -104,7 +104,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   s.restart(n, last_call, m.workers > 0);
   struct Event {
     double t;
-    std::size_t order;  // ties go in submission order: the CPU's tokens first, as LoopState::begin
+    std::size_t order;  // ties go in submission order: the devices' first, as LoopState::begin (async)
     int agent;          // < 0: a token of device -agent-1; else a CPU worker
     std::size_t begin = 0, size = 0;
     double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
@@ -112,9 +112,9 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   std::size_t order = 0;
-  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
   for (unsigned k = 0; k < m.device_slots; ++k)  // slot by slot, as LoopState::begin
     for (std::size_t d = 0; d < m.devices.size(); ++d) events.push({0.0, order++, -int(d) - 1});
+  for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
   std::size_t tokens = events.size();
   std::vector<double> device_free(m.devices.size(), 0.0);    // when its queue's last kernel ends
   std::vector<bool> copied(m.devices.size(), false);         // its first chunk of the call went
