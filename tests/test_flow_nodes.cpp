@@ -533,8 +533,7 @@ TEST_CASE("a loop node runs one balanced loop per message, in order, on data a k
         [](Step& s) { std::fill(s.x.data(), s.x.data() + s.x.size(), float(s.seq)); }, {.name = "fill"});
     hf::kernel_node<Step> twice(g, c, scale,
                                 [&](const Step& s) { return hf::launch(Range(len), io(s.x), int(len), 2.0f); });
-    hf::loop_node<Step> balance(g, c,
-                                [&](const Step& s) { return mix_loop(s, mix, 1.0f, s.seq == 3); },
+    hf::loop_node<Step> balance(g, c, [&](const Step& s) { return mix_loop(s, mix, 1.0f, s.seq == 3); },
                                 {.scheduler = "static:0.5", .cpu_workers = 2}, {.name = "balance"});
     std::mutex m;
     std::vector<std::uint64_t> order;
