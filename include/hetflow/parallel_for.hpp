@@ -92,7 +92,7 @@ struct LoopOptions {
   // chunk they waited for the CPU to run out of chunks: seed 002's starved GPU token). The calling
   // thread is that one while it waits. LoopReport::cpu_workers says how many ran. Over several
   // devices ask for fewer: the drivers' threads need cores too (two H100s, 32 threads: with 30 or 31
-  // workers the GPUs' notices came 4 ms late, a scheduler tick; with 29 they did not).
+  // workers the GPUs' notices came 4 ms late, likely a scheduler tick; with 29 they did not).
   unsigned cpu_workers = 0;
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
   // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, where LogFit, whose model
