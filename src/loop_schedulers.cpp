@@ -171,10 +171,11 @@ std::size_t LogFitScheduler::explore_from(std::size_t iterations) const {
 }
 
 void LogFitScheduler::on_restart(std::size_t iterations, double) {
+  const bool after_a_call = n_ > 0;
   n_ = iterations;
   cpu_given_seconds_ = 0;
   for (Device& dev : dev_) {
-    // Two calls in a row whose chunks ran mostly under 0.9 of the model: the device's behaviour
+    // Two calls in a row whose chunks ran mostly under 0.7 of the model: the device's behaviour
     // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
     // that many small chunks cost a whole call). Judged per call, not on two chunks in a row
     // (002): in an irregular loop chunks differ by where they fall in the range (in simulation,
@@ -189,8 +190,14 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
       dev.phase = Phase::exploration;
       dev.worse_calls = 0;
     }
+    // A device that sat a whole call out learned nothing in it: what made it sit out — often the
+    // cost outside its kernel, blended from one notice that waited for a core — would hold for
+    // good (simulated, two GPUs and one notice 18.5 ms late: every later call on the other GPU).
+    // Halving that cost per call sat out brings it back to be measured again.
+    if (after_a_call && !dev.ran_this_call && !dev.warm_up) dev.fixed *= 0.5, dev.first_fixed *= 0.5;
     dev.stopped = false;
     dev.handed_this_call = false;
+    dev.ran_this_call = false;
     dev.in_flight.clear();  // a failed call's chunks are never recorded
     if (dev.exploring_chunk == 0) dev.exploring_chunk = explore_from(iterations);
     if (dev.phase == Phase::final) dev.phase = Phase::stable;  // the model holds across calls
@@ -219,12 +226,46 @@ double LogFitScheduler::predicted(const Device& dev, std::size_t chunk) const {
   if (s.empty()) return dev.thr;
   // Below the smallest sample a chunk leaves more of the device idle: it takes as long.
   if (chunk <= s.front().chunk) return s.front().throughput * double(chunk) / double(s.front().chunk);
-  if (chunk >= s.back().chunk) return s.back().throughput;
+  if (chunk >= s.back().chunk) {
+    // Past the largest sample of a device still exploring, the trend of its two largest goes on
+    // (throughput ~ chunk^g, g from their log slope, 0 to 1): a device that has not filled yet
+    // takes about as long on a larger chunk. Flat, its exploring chunks were cut to what the
+    // small samples' throughput ends by the others' end, and a GPU whose floor was 1.5 ms grew by
+    // one sample a call (simulated, two GPUs a 64K loop does not fill). Once it is planned, the
+    // elbow is behind the samples: flat.
+    if (true || dev.phase != Phase::exploration || s.size() < 2) return s.back().throughput;
+    const Sample& a = s[s.size() - 2];
+    const Sample& b = s.back();
+    const double g =
+        std::clamp(std::log(b.throughput / a.throughput) / std::log(double(b.chunk) / double(a.chunk)), 0.0, 1.0);
+    return b.throughput * std::pow(double(chunk) / double(b.chunk), g);
+  }
   const auto hi =
       std::lower_bound(s.begin(), s.end(), chunk, [](const Sample& x, std::size_t c) { return x.chunk < c; });
   const auto lo = hi - 1;
   const double w = std::log(double(chunk) / double(lo->chunk)) / std::log(double(hi->chunk) / double(lo->chunk));
   return lo->throughput + w * (hi->throughput - lo->throughput);
+}
+
+double LogFitScheduler::ends_within(const Device& dev, double seconds) const {
+  // Between samples, linear in (time, chunk); past the largest, at its throughput; under the
+  // smallest's time, nothing. At its saturated throughput for any time instead, a device the loop
+  // does not fill was counted on for iterations it cannot end that soon: two such GPUs split 60/40
+  // where halves end sooner (simulated, N-body 64K over two H100s: 3.2 ms against 2.9).
+  if (!(seconds > 0)) return 0;
+  const auto& s = dev.samples;
+  if (s.empty()) return dev.thr * seconds;
+  double most = 0, t_prev = 0, c_prev = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const double c = double(s[i].chunk), t = c / s[i].throughput;
+    if (t <= seconds)
+      most = std::max(most, c);
+    else if (i > 0 && t_prev < seconds)
+      most = std::max(most, c_prev + (c - c_prev) * (seconds - t_prev) / (t - t_prev));
+    t_prev = t, c_prev = c;
+  }
+  if (t_prev <= seconds) most = std::max(most, c_prev + s.back().throughput * (seconds - t_prev));
+  return most;
 }
 
 double LogFitScheduler::start_of_next(const Device& dev, double now) const {
@@ -237,16 +278,22 @@ double LogFitScheduler::start_of_next(const Device& dev, double now) const {
   return start;
 }
 
-std::size_t LogFitScheduler::ending_by(const Device& dev, std::size_t chunk, double start, double by) const {
-  if (dev.samples.empty()) return chunk;  // nothing to predict from
-  auto ends_by = [&](std::size_t c) { return start + double(c) / predicted(dev, c) <= by; };
-  const std::size_t least = std::min<std::size_t>(64, chunk);
-  if (!ends_by(least)) return 0;
-  if (ends_by(chunk)) return chunk;
-  std::size_t lo = least, hi = chunk;
+std::size_t LogFitScheduler::exploring_cut(unsigned d, std::size_t chunk, std::size_t remaining, double start,
+                                           double now) const {
+  // Against the others' end of what the sample leaves them, not of all that is left: that bound
+  // let a device whose samples had not levelled off take the whole range (simulated, two GPUs:
+  // every other call on one of them, 4.2 ms where the split takes 2.9).
+  const Device& dev = dev_[d];
+  auto ends_with_others = [&](std::size_t c) {
+    const double others_end = end_together(now, double(remaining - c), int(d));
+    return !std::isfinite(others_end) || start + double(c) / predicted(dev, c) <= others_end;
+  };
+  std::size_t lo = std::min<std::size_t>(64, chunk), hi = chunk;
+  if (!ends_with_others(lo)) return 0;
+  if (ends_with_others(hi)) return hi;
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
-    (ends_by(mid) ? lo : hi) = mid;
+    (ends_with_others(mid) ? lo : hi) = mid;
   }
   return lo;
 }
@@ -266,8 +313,7 @@ double LogFitScheduler::end_together(double now, double work, int except) const 
     double c = cpu_rate * std::max(0.0, t - cpu_start);
     for (unsigned d = 0; d < devices_; ++d) {
       const Device& dev = dev_[d];
-      if (int(d) != except && !dev.stopped && planned(dev))
-        c += predicted(dev, n_) * std::max(0.0, t - start_of_next(dev, now));
+      if (int(d) != except && !dev.stopped && planned(dev)) c += ends_within(dev, t - start_of_next(dev, now));
     }
     return c;
   };
@@ -288,7 +334,13 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   if (dev.stopped) return 0;
   const bool first = !dev.handed_this_call;
   const double start = start_of_next(dev, now);
-  dev.handed_this_call = true;
+  // Marked once this decision is made: while it plans, its own start is the call's first chunk's
+  // (marked before, its plan counted itself free only after a later chunk's cost — once 18.6 ms
+  // from a late notice — and left itself nearly all of the range, in simulation).
+  struct MarkHanded {
+    bool& handed;
+    ~MarkHanded() { handed = true; }
+  } mark{dev.handed_this_call};
   // Without a CPU body there is no CPU to wait for: the devices plan among themselves (waiting
   // for a CPU rate kept both on stable chunks, the slow one holding the end: simulated, 47.3 ms
   // where the fast device alone takes 19).
@@ -298,28 +350,31 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     // the warm-up chunk, which is no sample.
     std::size_t chunk = dev.phase == Phase::exploration ? dev.exploring_chunk : dev.stable_chunk;
     chunk = std::max<std::size_t>(1, std::min(chunk, remaining));
-    bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk;
+    // A chunk cut under the size due ends the exploration where larger samples would not matter:
+    // the call's range is smaller, or the cut one is already a fair part of a device's share. A
+    // sliver another device left says nothing of this one (a GPU left 320 iterations by the other
+    // was planned on that sample, judged 77x slower and never used again, in simulation).
+    const bool truncated = dev.phase == Phase::exploration && chunk < dev.exploring_chunk &&
+                           (n_ < dev.exploring_chunk || 4 * std::size_t(devices_) * chunk >= n_);
     if (dev.phase == Phase::exploration && !dev.samples.empty()) {
       // A device explored while others are planned (a second device, slower) must not hold the
       // call's end with a sample: its chunk is cut to what ends by the time the others would end
-      // all that is left (predicted from its latest throughput, which larger chunks only beat),
-      // and if even a small one would not, it sits this call out (simulated, a device 10x slower
+      // the rest (predicted from its latest throughput, which larger chunks only beat), and if
+      // even a small one would not, it sits this call out (simulated, a device 10x slower
       // exploring 262K iterations held an SpMV-like call to 1.7x the fast device alone). A cut
       // sample does not end the exploration: ended there, a device whose chunks all took its
       // floor was judged by its smallest and never used.
-      const double others_end = end_together(now, double(remaining), int(d));
-      if (std::isfinite(others_end)) {
-        const std::size_t fits = ending_by(dev, chunk, start, others_end);
-        if (fits == 0) {
-          dev.stopped = true;
-          return 0;
-        }
-        chunk = fits;
+      const std::size_t fits = exploring_cut(d, chunk, remaining, start, now);
+      if (fits == 0) {
+        dev.stopped = true;
+        return 0;
       }
+      chunk = fits;
     }
     if (dev.phase == Phase::exploration && !(dev.warm_up && dev.in_flight.empty())) dev.exploring_chunk *= 2;
     const double done = start + (dev.thr > 0 ? double(chunk) / predicted(dev, chunk) : 0);
     dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated});
+    dev.ran_this_call = true;
     return chunk;
   }
   // Planned: how much of the rest this device takes now, judged by when the whole call would end.
@@ -327,13 +382,14 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // (its throughput on the chunks it will take is not known yet), and a plan that took the whole
   // rest left it nothing to sample (simulated: a device 10x slower never used, call after call).
   double reserved = 0;
-  const double by = end_together(now, double(remaining));
   for (unsigned e = 0; e < devices_; ++e) {
     const Device& other = dev_[e];
     if (e == d || other.stopped || other.phase != Phase::exploration || other.warm_up) continue;
-    const double other_start = start_of_next(other, now);
-    reserved +=
-        double(std::isfinite(by) ? ending_by(other, other.exploring_chunk, other_start, by) : other.exploring_chunk);
+    // What it will be given when it asks, as it will cut it (a larger reserve left a single
+    // iteration over, which this device came back for: a round trip and a kernel's floor, 2 ms).
+    reserved += double(other.samples.empty() ? other.exploring_chunk
+                                             : exploring_cut(e, std::min(other.exploring_chunk, remaining), remaining,
+                                                             start_of_next(other, now), now));
   }
   const double rem = std::max(1.0, double(remaining) - reserved), thr = predicted(dev, n_);
   const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
@@ -344,7 +400,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     const double others = end_together(now, rest, int(d)) + (rest > 0 && cpu_thr_ > 0 ? 1 / cpu_thr_ : 0);
     return std::max(mine, others);
   };
-  const double balanced = std::clamp(thr * (end_together(now, rem) - start), 0.0, rem);
+  const double balanced = std::clamp(ends_within(dev, end_together(now, rem) - start), 0.0, rem);
   double x = rem, best = end_if(rem);  // everything: no CPU chunk can end later than the device
   // Leaving the others a share pays only if it gains more than one more chunk of this device
   // costs (its cost outside the kernel and a small kernel's time): should they fall short by a
@@ -376,6 +432,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
   const std::size_t chunk = round_up_64(std::size_t(std::ceil(x / chunks)), remaining);
   dev.in_flight.push_back({chunk, start + double(chunk) / predicted(dev, chunk), dev.in_flight.empty(), first, false});
+  dev.ran_this_call = true;
   return chunk;
 }
 
@@ -445,20 +502,40 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
   // (a queued chunk's round trip holds the wait for the one before): the call's first chunk apart,
   // as it also waited for the call's reads to go over.
   if (chunk.alone && round_trip > seconds) blend(chunk.first ? dev.first_fixed : dev.fixed, round_trip - seconds);
+  // A later chunk costs no more outside its kernel than the call's first, which also waits for the
+  // reads: a device given one chunk a call never measures a later one again, and a late notice
+  // blended into that cost would stay (simulated: 18.6 ms, kept for good).
+  if (chunk.first && dev.fixed > dev.first_fixed && dev.first_fixed > 0) dev.fixed = dev.first_fixed;
+  // A sliver an exploring device got because the range ran out under the smallest exploring size
+  // says nothing of larger chunks, which predicted() would take to run at its throughput: one
+  // iteration in a GPU's 1.5 ms floor kept that GPU out of every later call (simulated).
+  if (dev.phase == Phase::exploration && iterations < std::min<std::size_t>(64, dev.exploring_chunk) &&
+      !chunk.truncated)
+    return;
   dev.thr = thr;
   if (dev.phase == Phase::exploration) {
-    dev.samples.push_back({iterations, thr});  // exploration's chunks grow: in chunk order
+    // Kept in chunk order (predicted() interpolates them so): a chunk cut short — the range ran
+    // out, or it was cut to end with the others — goes where its size puts it, and only a sample
+    // larger than all before it is judged for the elbow. Appended last, a cut one made a GPU look
+    // 7x slower on the whole range (simulated, two GPUs: the other took every later call).
+    const auto at =
+        std::find_if(dev.samples.begin(), dev.samples.end(), [&](const Sample& x) { return x.chunk >= iterations; });
+    const bool largest = at == dev.samples.end();
+    if (!largest && at->chunk == iterations)
+      *at = {iterations, thr};
+    else
+      dev.samples.insert(at, {iterations, thr});
     const std::size_t k = dev.samples.size();
     auto gain = [&](std::size_t i) {  // relative throughput gain per relative chunk growth
       const double growth = double(dev.samples[i].chunk) / double(dev.samples[i - 1].chunk) - 1.0;
       return growth > 0 ? (dev.samples[i].throughput / dev.samples[i - 1].throughput - 1.0) / growth : 0.0;
     };
-    const bool elbow = k >= 4 && gain(k - 1) <= elbow_gain_ && gain(k - 2) <= elbow_gain_;
+    const bool elbow = largest && k >= 4 && gain(k - 1) <= elbow_gain_ && gain(k - 2) <= elbow_gain_;
     // A chunk that took no longer than half its size did is far under the elbow: grow by 8, not
     // 2. Each sample is a round trip at least as long as the device's floor; on a slow device
     // that floor can be most of a call (simulated, 12 ms of 19), and doubling from 1/1024 of the
     // range took a call per sample for seven calls.
-    if (k >= 2 && gain(k - 1) >= 0.9) dev.exploring_chunk = std::max(dev.exploring_chunk, 8 * iterations);
+    if (largest && k >= 2 && gain(k - 1) >= 0.9) dev.exploring_chunk = std::max(dev.exploring_chunk, 8 * iterations);
     if ((elbow || chunk.truncated) && k >= 2) {
       fit(dev);
       // The tangent point: the chunk where the fitted curve's slope falls to the elbow's.
@@ -472,7 +549,11 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
   // Chunks under the elbow are slow by nature (the device is not full) and the fit is rough
   // there: they say nothing of a change.
   if (iterations < dev.stable_chunk) return;
-  if (thr >= 0.9 * predicted(dev, iterations)) {
+  // Slow means well under the model: an irregular loop's chunks differ by where they fall in the
+  // range (Barnes-Hut's halves by 25 %, more at smaller chunks), and at 0.9 of the model such chunks
+  // sent a GPU back to exploring every few calls, each time for a call at one GPU's speed
+  // (simulated, two GPUs). Chunks within that are learned from.
+  if (thr >= 0.7 * predicted(dev, iterations)) {
     ++dev.judged_good;
     // Replace the sample of its power-of-two interval and refit; the samples stay in chunk order.
     auto bucket = [](std::size_t c) { return std::size_t(std::log2(double(c))); };

@@ -175,7 +175,7 @@ class LogFitScheduler : public LoopScheduler {
     double done;     // when its end's notice is expected, on the call's clock
     bool alone;      // no other chunk of the device was in flight when it was handed out
     bool first;      // the call's first: its round trip holds the call's reads going over
-    bool truncated;  // exploration: less than the size due (the range ran out)
+    bool truncated;  // exploration: less than the size due, the call's range being smaller
   };
   struct Device {
     Phase phase = Phase::exploration;
@@ -184,6 +184,7 @@ class LogFitScheduler : public LoopScheduler {
     bool warm_up = true;              // the loop's first chunk is not a sample
     bool stopped = false;             // its token was dropped for this call
     bool handed_this_call = false;
+    bool ran_this_call = false;  // was given a chunk this call
     double a = 0, b = 0, threshold = 0;
     std::size_t stable_chunk = 0;
     double thr = 0;                        // of its latest chunk
@@ -197,10 +198,11 @@ class LogFitScheduler : public LoopScheduler {
   bool planned(const Device& dev) const { return dev.phase != Phase::exploration && dev.thr > 0; }
   double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
   double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
+  double ends_within(const Device& dev, double seconds) const;   // the most one chunk of it ends in that time
   double cpu_free(double now) const;                             // when the CPU's handed-out work ends
-  // The largest chunk of at most `chunk` that `dev`, starting at `start`, is predicted to end by
-  // `by` (0: not even a small one; `chunk` when it has no samples to predict from).
-  std::size_t ending_by(const Device& dev, std::size_t chunk, double start, double by) const;
+  // An exploring chunk of at most `chunk` for device `d` that ends no later than the others end
+  // what it leaves of `remaining` (0: not even a small one does).
+  std::size_t exploring_cut(unsigned d, std::size_t chunk, std::size_t remaining, double start, double now) const;
   // When the CPU and the planned devices (but `except`) would end `work` more iterations together.
   double end_together(double now, double work, int except = -1) const;
   std::size_t explore_from(std::size_t iterations) const;

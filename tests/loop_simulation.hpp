@@ -44,6 +44,9 @@ struct SimDevice {
   // The loop's reads, copied with the device's first chunk of each call (LoopState::next_device on
   // a further device): its first kernel starts that much after its submission.
   double first_copy = 0;
+  // Seconds added to a chunk's notice, asked once per chunk (a test counts them): a notice that
+  // waited for a core (perf/RESULTS.md, "the notices wait for a core": 4-23 ms on the two-GPU host).
+  std::function<double()> late;
 };
 
 struct Machine {
@@ -155,7 +158,8 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
       if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;
-      events.push({start + kernel + dev.notice, order++, e.agent, cursor, chunk, e.t, kernel});
+      const double late = dev.late ? dev.late() : 0.0;
+      events.push({start + kernel + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel});
     } else {
       events.push({e.t + m.cpu_chunk_cost + double(chunk) * mean_cost(cursor, chunk) / m.cpu_rate, order++, e.agent,
                    cursor, chunk});
