@@ -49,13 +49,18 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
 // next launches are graph tasks too, and with every thread in a CPU chunk they waited for the CPU to
 // run out of chunks (seed 002's starved GPU token, its Fig. 47: on the H100 host, 16 CPU workers of
 // 16 threads left the device 5 chunks of 64 where 15 left it 49, perf/bench_loop_tokens).
-unsigned cpu_workers_for(unsigned asked, unsigned threads) {
+unsigned cpu_workers_for(unsigned asked, unsigned threads, std::size_t devices) {
   const unsigned most = threads > 1 ? threads - 1 : 1;
   if (asked > most)
     log().info(
         "parallel_for: {} CPU workers asked, {} run: one of the {} TBB threads stays free for the devices' steps",
         asked, most, threads);
-  return asked ? std::min(asked, most) : most;
+  if (asked) return std::min(asked, most);
+  // By default each further device leaves two more cores: its driver's threads and its notices
+  // need them (two H100s, 32 threads: with 30 or 31 workers the GPUs' notices came in ~4 ms
+  // steps, up to 23 ms late; with 29 or 27 within 1 ms — perf/RESULTS.md, 2026-11-25 21:42Z).
+  const std::size_t further = devices > 1 ? 2 * (devices - 1) : 0;
+  return most > further ? unsigned(most - further) : 1u;
 }
 }  // namespace
 
@@ -63,7 +68,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
     : devices_((check_devices(devices), std::move(devices))),
       c_(*devices_[0]),
       options_(std::move(options)),
-      cpu_workers_(cpu_workers_for(options_.cpu_workers, engine_of(c_).graph_threads())),
+      cpu_workers_(cpu_workers_for(options_.cpu_workers, engine_of(c_).graph_threads(), devices_.size())),
       scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_, unsigned(devices_.size()))),
       flow_node_(flow_node) {
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");

@@ -87,12 +87,13 @@ struct LoopOptions {
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best).
   std::string scheduler = "logfit";
-  // CPU chunks at once; 0 = the TBB threads less one. Never more than that: one thread stays for
-  // the devices, whose completions and next launches are TBB tasks too (with every thread in a CPU
-  // chunk they waited for the CPU to run out of chunks: seed 002's starved GPU token). The calling
-  // thread is that one while it waits. LoopReport::cpu_workers says how many ran. Over several
-  // devices ask for fewer: the drivers' threads need cores too (two H100s, 32 threads: with 30 or 31
-  // workers the GPUs' notices came 4 ms late, likely a scheduler tick; with 29 they did not).
+  // CPU chunks at once; 0 = the TBB threads less one, and two fewer for each device past the first.
+  // Never more than the threads less one: one thread stays for the devices, whose completions and
+  // next launches are TBB tasks too (with every thread in a CPU chunk they waited for the CPU to run
+  // out of chunks: seed 002's starved GPU token). The calling thread is that one while it waits.
+  // Further devices need cores too, for their drivers' threads (two H100s, 32 threads: with 30 or
+  // 31 workers the GPUs' notices came ~4 ms late, likely a scheduler tick; with 29 they did not).
+  // LoopReport::cpu_workers says how many ran.
   unsigned cpu_workers = 0;
   // Device chunks in flight. With one, the device idles for each chunk's round trip (completion
   // notice, next launch); two made HGuided 1.3-1.5x faster on the H200, where LogFit, whose model
