@@ -299,7 +299,8 @@ void add_run_command(CLI::App& app) {
                   "loops: logfit | static:S (device share 0..1) | static:S1,S2 (one share per device) | dynamic:C "
                   "(chunk) | hguided | oracle (default logfit)");
   cmd->add_option("--cpu-workers", o->cpu_workers,
-                  "loops: CPU chunks at once (default and most: the TBB threads less one, kept for the device)")
+                  "loops: CPU chunks at once (most: the TBB threads less one, kept for the devices; default: that, "
+                  "less two per device past the first)")
       ->check(CLI::Range(1, 4096));
   cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
   cmd->add_option("--size", o->size,
