@@ -138,6 +138,7 @@ if has loops; then
   run loops_barneshut $B/bin/bench_loops barneshut 1000000 9 16384 --fast-math
   run loops_spmv $B/bin/bench_loops spmv 22 9
   run loops_nbody $B/bin/bench_loops nbody 32768 6 512 --fast-math
+  run loops_mandelbrot $B/bin/bench_loops mandelbrot 4096 9
   run loop_tokens $B/bin/bench_loop_tokens 20 65536 1024 3
   echo; echo "===== loop tables"; grep -h -A10 "calls each" "$L"/loops_*.log; tail -n 4 "$L/loop_tokens.log"
 fi
