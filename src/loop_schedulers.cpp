@@ -226,20 +226,7 @@ double LogFitScheduler::predicted(const Device& dev, std::size_t chunk) const {
   if (s.empty()) return dev.thr;
   // Below the smallest sample a chunk leaves more of the device idle: it takes as long.
   if (chunk <= s.front().chunk) return s.front().throughput * double(chunk) / double(s.front().chunk);
-  if (chunk >= s.back().chunk) {
-    // Past the largest sample of a device still exploring, the trend of its two largest goes on
-    // (throughput ~ chunk^g, g from their log slope, 0 to 1): a device that has not filled yet
-    // takes about as long on a larger chunk. Flat, its exploring chunks were cut to what the
-    // small samples' throughput ends by the others' end, and a GPU whose floor was 1.5 ms grew by
-    // one sample a call (simulated, two GPUs a 64K loop does not fill). Once it is planned, the
-    // elbow is behind the samples: flat.
-    if (true || dev.phase != Phase::exploration || s.size() < 2) return s.back().throughput;
-    const Sample& a = s[s.size() - 2];
-    const Sample& b = s.back();
-    const double g =
-        std::clamp(std::log(b.throughput / a.throughput) / std::log(double(b.chunk) / double(a.chunk)), 0.0, 1.0);
-    return b.throughput * std::pow(double(chunk) / double(b.chunk), g);
-  }
+  if (chunk >= s.back().chunk) return s.back().throughput;
   const auto hi =
       std::lower_bound(s.begin(), s.end(), chunk, [](const Sample& x, std::size_t c) { return x.chunk < c; });
   const auto lo = hi - 1;
@@ -359,8 +346,8 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     if (dev.phase == Phase::exploration && !dev.samples.empty()) {
       // A device explored while others are planned (a second device, slower) must not hold the
       // call's end with a sample: its chunk is cut to what ends by the time the others would end
-      // the rest (predicted from its latest throughput, which larger chunks only beat), and if
-      // even a small one would not, it sits this call out (simulated, a device 10x slower
+      // the rest (predicted from its samples; past the largest at its throughput, which larger
+      // chunks only beat), and if even a small one would not, it sits this call out (simulated, a device 10x slower
       // exploring 262K iterations held an SpMV-like call to 1.7x the fast device alone). A cut
       // sample does not end the exploration: ended there, a device whose chunks all took its
       // floor was judged by its smallest and never used.
