@@ -19,7 +19,7 @@ class LoopWorkload {
   virtual LoopBody body() = 0;               // its CPU body, kernel launch, reads and writes
   virtual void before_call() = 0;            // host work between calls (Barnes-Hut: the tree)
   virtual void clear_output() = 0;           // so that an iteration that did not run shows
-  virtual LoopCheck check() const = 0;       // against the sequential reference (slow: one core)
+  virtual LoopCheck check() const = 0;       // against the sequential reference (one core; computed once)
 };
 
 // "mandelbrot" (size: image side, rows are iterations), "nbody" (bodies), "spmv" (R-MAT scale: 2^size
