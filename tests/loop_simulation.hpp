@@ -11,8 +11,10 @@
 // is queued behind the one running, so its kernel follows at once. An irregular loop's iterations
 // cost more in some parts of the range than in others (Machine::cost), on every side alike.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <queue>
 #include <vector>
@@ -47,6 +49,9 @@ struct SimDevice {
   // Seconds added to a chunk's notice, asked once per chunk (a test counts them): a notice that
   // waited for a core (perf/RESULTS.md, "the notices wait for a core": 4-23 ms on the two-GPU host).
   std::function<double()> late;
+  // When set, a chunk's kernel time from where it lies, not from `rate` and the mean cost: a
+  // kernel giving each iteration a work-item lasts at least as long as its costliest iteration.
+  std::function<double(std::size_t begin, std::size_t size)> kernel;
 };
 
 struct Machine {
@@ -74,6 +79,43 @@ inline std::function<double(std::size_t)> barnes_hut_cost(std::size_t n, bool re
     const double x = double(reversed ? n - 1 - i : i) / double(n) * double(k - 1);
     const std::size_t j = std::min(k - 2, std::size_t(x));
     return (us[j] + (x - double(j)) * (us[j + 1] - us[j])) / mean;
+  };
+}
+
+// CSR SpMV over an R-MAT matrix of 2^scale rows (tools/workloads/spmv_loop.hpp, Graph500's a+b =
+// 0.76 for a row bit of 0): row r's expected non-zeros, as a multiple of the mean, are
+// 1.52^(zero bits) * 0.48^(one bits) — row 0 about 10,000 times the mean at scale 22, where the
+// range's front holds most of the work.
+inline double rmat_row_cost(std::size_t r, unsigned scale) {
+  const int ones = __builtin_popcountll(static_cast<unsigned long long>(r));
+  return std::pow(1.52, double(int(scale) - ones)) * std::pow(0.48, double(ones));
+}
+
+// The fewest one bits of any integer in [lo, hi]: walking lo -> lo + its lowest set bit visits it.
+inline int fewest_ones(std::size_t lo, std::size_t hi) {
+  int best = __builtin_popcountll(static_cast<unsigned long long>(lo));
+  for (std::size_t v = lo; v != 0;) {
+    const std::size_t next = v + (v & (~v + 1));
+    if (next > hi || next <= v) break;
+    v = next;
+    best = std::min(best, __builtin_popcountll(static_cast<unsigned long long>(v)));
+  }
+  return best;
+}
+
+// A GPU's SpMV kernel over rows [begin, begin + size) of that matrix, a row per work-item: the
+// rows' work at `peak` mean rows a second, but never less than its heaviest row alone, which
+// takes `row0_seconds` for row 0 (7.8 ms on an H200 at scale 22, perf/RESULTS.md 2026-11-25
+// 23:53Z, whatever the chunk's size) and less by its cost for the others.
+inline std::function<double(std::size_t, std::size_t)> rmat_kernel(unsigned scale, double peak, double row0_seconds) {
+  const std::size_t n = std::size_t(1) << scale;
+  auto before = std::make_shared<std::vector<double>>(n + 1, 0.0);
+  for (std::size_t r = 0; r < n; ++r) (*before)[r + 1] = (*before)[r] + rmat_row_cost(r, scale);
+  const double per_cost = row0_seconds / rmat_row_cost(0, scale);
+  return [before, scale, peak, per_cost](std::size_t begin, std::size_t size) {
+    const int ones = fewest_ones(begin, begin + size - 1);
+    const double heaviest = std::pow(1.52, double(int(scale) - ones)) * std::pow(0.48, double(ones));
+    return std::max(5e-6 + ((*before)[begin + size] - (*before)[begin]) / peak, heaviest * per_cost);
   };
 }
 
@@ -154,7 +196,8 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     }
     if (device) {
       const SimDevice& dev = m.devices[d];
-      const double kernel = double(chunk) * mean_cost(cursor, chunk) / dev.rate(chunk);
+      const double kernel =
+          dev.kernel ? dev.kernel(cursor, chunk) : double(chunk) * mean_cost(cursor, chunk) / dev.rate(chunk);
       if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;

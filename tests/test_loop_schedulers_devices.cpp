@@ -306,3 +306,40 @@ TEST_CASE("two GPUs the loop does not fill: one late notice does not lock LogFit
       CHECK(learning_worst <= 1.1 * a.worst);
     }
 }
+
+// SpMV over an R-MAT matrix of 2^22 rows (loop_simulation.hpp's rmat_row_cost and rmat_kernel): the
+// range's front holds most of the non-zeros, and a GPU chunk lasts at least as long as its heaviest
+// row — on two H200s every chunk starting at row 0 took 7.8 ms whatever its size (perf/RESULTS.md,
+// 2026-11-25 23:53Z). There LogFit over the CPU and one GPU took 0.0184-0.0189 s, ahead of the GPU
+// alone (0.020), by giving the CPU nearly all; over two GPUs it was no faster (0.0188-0.0214).
+// Asked here: over the CPU and one GPU LogFit is never behind the GPU alone (issue 15: at most 3 %),
+// after the learning calls. Printed, not yet asked (issue 15's next step, a device model that knows
+// where a chunk lies): over two GPUs it should beat one GPU, and in this simulation, as there, it
+// does not — the home GPU is handed the front rows first.
+TEST_CASE("on SpMV's power-law rows LogFit over the CPU and one GPU is not behind the GPU alone") {
+  const unsigned scale = 22;
+  const std::size_t n = std::size_t(1) << scale;
+  const double cpu_alone = 0.016, gpu_alone = 0.020, fixed = 0.3e-3;
+  const auto kernel = rmat_kernel(scale, double(n) / (gpu_alone - fixed), 7.8e-3);
+  auto machine = [&](unsigned gpus, unsigned workers) {
+    Machine m;
+    m.workers = workers;
+    m.cpu_rate = double(n) / (cpu_alone * 31);
+    m.cpu_chunk_cost = 5e-6;
+    m.cost = [](std::size_t r) { return rmat_row_cost(r, scale); };
+    SimDevice gpu(saturating(1, 1), 0.25 * fixed, 0.75 * fixed);
+    gpu.kernel = kernel;
+    m.devices.assign(gpus, gpu);
+    return m;
+  };
+  const Machine one = machine(1, 31), two = machine(2, 29);
+  LogFitScheduler lf1(31, 1), lf2(29, 2);
+  const Run a = run(lf1, one, n, 9, 3), b = run(lf2, two, n, 9, 3);
+  CHECK(a.each_once);
+  CHECK(b.each_once);
+  MESSAGE("SpMV 2^22-like: CPU alone " << cpu_alone * 1e3 << " ms, one GPU alone " << gpu_alone * 1e3
+                                       << " ms; LogFit over the CPU and one GPU " << a.worst * 1e3 << " ms (shares "
+                                       << shares(a.worst_call, n) << "), over two GPUs " << b.worst * 1e3
+                                       << " ms (shares " << shares(b.worst_call, n) << ")");
+  CHECK(a.worst <= 1.03 * gpu_alone);
+}
