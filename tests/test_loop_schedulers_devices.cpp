@@ -315,7 +315,10 @@ TEST_CASE("two GPUs the loop does not fill: one late notice does not lock LogFit
 // Asked here: over the CPU and one GPU LogFit is never behind the GPU alone (issue 15: at most 3 %),
 // after the learning calls. Printed, not yet asked (issue 15's next step, a device model that knows
 // where a chunk lies): over two GPUs it should beat one GPU, and in this simulation, as there, it
-// does not — the home GPU is handed the front rows first.
+// does not — the home GPU is handed the front rows first. 78995c9's LogFit did better in this
+// simulation (11.3 ms on one GPU, 13.3 on two, against 13.9 and 17.0): the planning that splits
+// GPUs a loop does not fill evenly (ends_within) misreads a chunk whose time is its first row's.
+// Measured on one H100 it lost nothing (perf/RESULTS.md, 23:44Z: -22.7 % against -19.5 %).
 TEST_CASE("on SpMV's power-law rows LogFit over the CPU and one GPU is not behind the GPU alone") {
   const unsigned scale = 22;
   const std::size_t n = std::size_t(1) << scale;
