@@ -56,9 +56,10 @@ unsigned cpu_workers_for(unsigned asked, unsigned threads, std::size_t devices) 
         "parallel_for: {} CPU workers asked, {} run: one of the {} TBB threads stays free for the devices' steps",
         asked, most, threads);
   if (asked) return std::min(asked, most);
-  // By default each further device leaves two more cores: its driver's threads and its notices
-  // need them (two H100s, 32 threads: with 30 or 31 workers the GPUs' notices came in ~4 ms
-  // steps, up to 23 ms late; with 29 or 27 within 1 ms — perf/RESULTS.md, 2026-11-25 21:42Z).
+  // By default each further device leaves two more threads free: its driver's threads and its
+  // notices need cores (two H100s, 32 threads: with 30 or 31 workers the GPUs' notices came in
+  // ~4 ms steps, up to 23 ms late; with 29 or 27 mostly within 1 ms and none after 3 ms —
+  // perf/RESULTS.md, 2026-11-25 21:42Z).
   const std::size_t further = devices > 1 ? 2 * (devices - 1) : 0;
   return most > further ? unsigned(most - further) : 1u;
 }
