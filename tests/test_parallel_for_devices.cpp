@@ -117,7 +117,7 @@ TEST_CASE("over two devices every iteration runs exactly once, on one side, for 
 TEST_CASE(
     "by default each device past the first leaves two more threads to the drivers; asked for, up to all but one") {
   // LoopOptions::cpu_workers: two H100s of a 32-thread host answered ~4 ms late with 30 or 31 CPU
-  // workers and within 1 ms with 29 (perf/RESULTS.md). Eight threads here, whatever the machine has.
+  // workers and mostly within 1 ms with 29 (perf/RESULTS.md). Eight threads here, whatever the machine has.
   tbb::global_control eight(tbb::global_control::max_allowed_parallelism, 8);
   tbb::task_arena arena(8);
   arena.execute([] {
