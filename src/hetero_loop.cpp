@@ -44,7 +44,7 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
   return kernels.empty() || last <= first ? host_seconds : double(last - first) * 1e-9;
 }
 
-// CPU chunks at once: as asked (all threads but one by default), never more than the threads that
+// CPU chunks at once: as asked (by default below), never more than the threads that
 // run the home controller's graph less one. That one is the devices': their chunks' completions and
 // next launches are graph tasks too, and with every thread in a CPU chunk they waited for the CPU to
 // run out of chunks (seed 002's starved GPU token, its Fig. 47: on the H100 host, 16 CPU workers of
