@@ -1,8 +1,9 @@
 // CSR sparse matrix-vector product over an R-MAT power-law matrix, a heterogeneous loop workload
 // (issue 15; research next-features A6 #4): iteration i computes y[i] = row i . x. Irregular
 // (nonzeros per row follow a power law, the heaviest rows at small indices), memory-bound. The
-// kernel and the CPU body add a row's products in column order with contraction off, so y is
-// identical on both sides.
+// kernel gives a row 32 work-items (lanes) on a GPU, each adding every 32nd product in column order,
+// then adds the lanes pairwise; on a CPU device and in the CPU body a row's loop adds in that same
+// order; contraction is off everywhere, so y is identical on every side.
 #pragma once
 #include <hetflow/controller.hpp>
 
@@ -41,6 +42,10 @@ class SpmvLoop {
   std::vector<Access> writes(std::size_t begin, std::size_t end) const { return {out(span_of(y_, begin, end))}; }
   void cpu(std::size_t begin, std::size_t end);
   void device(Controller& c, std::size_t begin, std::size_t end);
+  // The kernel a device chunk runs (the same sums): by default a row per work-item on a CPU device,
+  // a row per 32 work-items on any other; a test picks one to run both on one device.
+  enum class DeviceKernel { by_device, lanes, serial };
+  void set_device_kernel(DeviceKernel k) { device_kernel_ = k; }
   void before_step() {}
   void after_step() {}
   std::vector<Access> before_step_accesses() const { return {}; }
@@ -58,7 +63,8 @@ class SpmvLoop {
   std::size_t rows_, nnz_;
   Tile<std::int32_t> row_ptr_, cols_;
   Tile<float> vals_, x_, y_;
-  Kernel kernel_;
+  Kernel kernel_, serial_kernel_;  // kernels_cl/spmv.cl's spmv_csr and spmv_csr_serial
+  DeviceKernel device_kernel_ = DeviceKernel::by_device;
 };
 
 }  // namespace hetflow::workloads
