@@ -17,6 +17,7 @@ LoopCore::~LoopCore() = default;
 void LoopCore::prepare(const Loop& l, Message& m) {
   hetflow::detail::LoopState::check(l.body);
   std::vector<Access> roles = l.body.reads;
+  roles.insert(roles.end(), l.body.constants.begin(), l.body.constants.end());
   if (l.n > 0)
     for (auto& w : l.body.writes(Chunk{0, l.n})) roles.push_back(std::move(w));
   node_->prepare_host(roles, m);

@@ -49,9 +49,10 @@ void DeviceView::translate_launch(Engine& engine, Kernel& kernel, std::vector<Ke
       std::lock_guard lock(view->m_);
       const bool made = view->tiles_.count(a->tile->id) != 0;
       if (!made && !a->tile->device_only)
-        throw UsageError("launch of kernel '" + kernel.name() + "' on " + view->side_ + ": tile '" + a->tile->name +
-                         "' is neither in LoopBody::reads nor among the chunk's writes, so this device's image of "
-                         "it would hold nothing the loop put there");
+        throw UsageError(
+            "launch of kernel '" + kernel.name() + "' on " + view->side_ + ": tile '" + a->tile->name +
+            "' is in neither LoopBody::reads, LoopBody::constants nor the chunk's writes, so this device's "
+            "image of it would hold nothing the loop put there");
     }
     *a = view->own(*a);
   }

@@ -74,6 +74,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
       flow_node_(flow_node) {
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
   views_.resize(devices_.size());
+  constants_on_.assign(devices_.size(), 0);
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
 }
@@ -110,7 +111,38 @@ void LoopState::check(const LoopBody& body) {
 
 void LoopState::set_body(LoopBody body) {
   check(body);
+  const auto same_access = [](const Access& a, const Access& b) { return a.tile == b.tile && a.box == b.box; };
+  const bool same_constants = std::equal(body.constants.begin(), body.constants.end(), body_.constants.begin(),
+                                         body_.constants.end(), same_access);
+  std::lock_guard lock(m_);
   body_ = std::move(body);
+  if (!same_constants) constants_on_.assign(devices_.size(), 0);
+}
+
+void LoopState::constants_changed() {
+  std::lock_guard lock(m_);
+  constants_on_.assign(devices_.size(), 0);
+}
+
+void LoopState::move_constants_home() {
+  {
+    std::lock_guard lock(m_);
+    if (constants_on_[0]) return;
+  }
+  for (const auto& k : body_.constants)
+    if (!k.tile->device_only) c_.submit_transfer(true, Access{k.tile, k.box, Role::in});
+  std::lock_guard lock(m_);
+  constants_on_[0] = 1;
+}
+
+void LoopState::check_constants(std::size_t n) const {
+  if (body_.constants.empty() || n == 0) return;
+  for (const auto& w : body_.writes(Chunk{0, n}))
+    for (const auto& k : body_.constants)
+      if (w.tile == k.tile)
+        throw UsageError("parallel_for: tile '" + k.tile->name +
+                         "' is in LoopBody::constants and among the chunks' writes: a constant no call changes "
+                         "cannot be written (give it in LoopBody::reads)");
 }
 
 bool LoopState::take(int side, Chunk& chunk) {
@@ -258,6 +290,10 @@ void LoopState::next_device(unsigned d) {
       note_tiles(d, reads);
     }
     for (const auto& r : reads) ctl.submit_transfer(true, r);
+    if (!reads.empty()) {
+      std::lock_guard lock(m_);
+      constants_on_[d] = 1;  // any pending ones were among them
+    }
     {
       LaunchesOf collecting(*kernels);
       std::optional<DeviceView::Scope> translating;
@@ -311,6 +347,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
 void LoopState::begin(std::size_t n) {
   auto& engine = engine_of(c_);
   Engine::FlowNodeScope made_by(flow_node_);
+  check_constants(n);
   started_ = std::chrono::steady_clock::now();
   scheduler_->restart(n, last_call_seconds_, bool(body_.cpu));
   {
@@ -327,6 +364,7 @@ void LoopState::begin(std::size_t n) {
     report_.cpu_workers = body_.cpu ? cpu_workers_ : 0;
     for (Controller* d : devices_) report_.sides.push_back(LoopReport::Side{d->device().name});
     note_tiles(0, body_.reads);
+    note_tiles(0, body_.constants);
     // Under sync the calling thread is the device's one token (LoopState::device_chunk_synchronously);
     // several devices are all async (check_devices).
     const unsigned device_tokens = !body_.device                   ? 0
@@ -338,9 +376,11 @@ void LoopState::begin(std::size_t n) {
   if (n == 0) return;
   if (body_.device && devices_.size() > 1)
     prepare_further_devices(n);
-  else if (body_.device)
+  else if (body_.device) {
     for (const auto& r : body_.reads)
       if (!r.tile->device_only) c_.submit_transfer(true, Access{r.tile, r.box, Role::in});
+    move_constants_home();
+  }
   const auto start_cpu_workers = [this] {
     if (body_.cpu)
       for (unsigned i = 0; i < cpu_workers_; ++i) next_cpu();
@@ -376,6 +416,7 @@ void LoopState::prepare_further_devices(std::size_t n) {
   // The home controller's hazards do not order another controller's transfers, which read and
   // write the same host images: its earlier requests on the loop's tiles end first.
   std::vector<Access> touched = body_.reads;
+  touched.insert(touched.end(), body_.constants.begin(), body_.constants.end());
   const std::vector<Access> written = body_.writes(Chunk{0, n});
   for (const auto& w : written) touched.push_back(w);
   std::set<TileState*> waited;
@@ -390,7 +431,16 @@ void LoopState::prepare_further_devices(std::size_t n) {
   // only with its first chunk (next_device): Barnes-Hut's 70 MB of bodies held a loop over the
   // H100 and PoCL until PoCL had copied them, and a device the scheduler gives nothing needs none.
   std::vector<std::pair<Controller*, std::shared_ptr<TileState>>> moved;
+  move_constants_home();
   std::unique_lock lock(m_);
+  for (std::size_t d = 1; d < devices_.size(); ++d)
+    for (const auto& k : body_.constants) {
+      if (k.tile->device_only)
+        throw UsageError("parallel_for over several devices: tile '" + k.tile->name +
+                         "' is in LoopBody::constants but is device-only: its contents are on the first device alone");
+      // Like a read nothing writes: with the device's first chunk, only until it has them.
+      if (!constants_on_[d]) first_chunk_reads_[d].push_back(Access{views_[d]->own(k).tile, k.box, Role::in});
+    }
   for (std::size_t d = 0; d < devices_.size(); ++d)
     for (const auto& r : body_.reads) {
       if (r.tile->device_only) {
@@ -415,6 +465,7 @@ void LoopState::prepare_further_devices(std::size_t n) {
 LoopState::Ended LoopState::end_of_call() {
   std::lock_guard lock(m_);
   running_ = false;
+  if (!first_failure_.empty()) constants_on_.assign(devices_.size(), 0);
   Ended e;
   report_.seconds = seconds_since(started_);
   last_call_seconds_ = report_.seconds;
@@ -489,6 +540,7 @@ LoopReport LoopState::run(std::size_t n) {
     } catch (...) {
       if (!further_failed) further_failed = std::current_exception();
     }
+  if (home_failed || further_failed) constants_changed();  // perhaps a constant's move: moved again
   if (home_failed) std::rethrow_exception(home_failed);
   if (!e.failure.empty()) throw Error("parallel_for: " + e.failure);
   if (further_failed) std::rethrow_exception(further_failed);
@@ -511,6 +563,7 @@ void LoopState::claim_and_begin(std::size_t n, std::function<void(Ended)> done) 
     begin(n);
   } catch (...) {  // refused before any chunk was handed out (a read's transfer): no end to report
     std::lock_guard lock(m_);
+    constants_on_.assign(devices_.size(), 0);
     done_ = nullptr;
     tokens_ = 0;
     running_ = false;
@@ -544,6 +597,7 @@ HeteroLoop::HeteroLoop(std::vector<Controller*> devices, LoopBody body, LoopOpti
   state_->set_body(std::move(body));
 }
 HeteroLoop::~HeteroLoop() = default;
+void HeteroLoop::constants_changed() { state_->constants_changed(); }
 LoopReport HeteroLoop::operator()(std::size_t n) {
   detail::engine_of(*home_).flow_topology().arrived({}, state_->flow_node());  // a call, in the dumps
   return state_->run(n);

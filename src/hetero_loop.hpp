@@ -53,8 +53,11 @@ class LoopState {
   // Starts a call and returns at once (async policy only: under sync every transfer blocks; one
   // device only); `done` runs once, on the thread that ended the last chunk. One call at a time.
   void start(std::size_t n, std::function<void(Ended)> done);
-  // The body of the calls from now on (a loop_node's message brings its own).
+  // The body of the calls from now on (a loop_node's message brings its own). Other constants than
+  // the last body's are moved again.
   void set_body(LoopBody body);
+  // LoopBody::constants' host images changed: moved again to each device before its next chunk.
+  void constants_changed();
   // Throws UsageError for a body with neither side or no writes.
   static void check(const LoopBody& body);
   std::uint32_t flow_node() const { return flow_node_; }
@@ -66,6 +69,10 @@ class LoopState {
   void begin(std::size_t n);  // a call's set-up and first chunks
   // Before a call's first chunk: what the further devices need of the home controller (below).
   void prepare_further_devices(std::size_t n);
+  // LoopBody::constants to the home device, unless there already.
+  void move_constants_home();
+  // UsageError if a chunk of [0, n) writes a tile of LoopBody::constants.
+  void check_constants(std::size_t n) const;
   Ended end_of_call();  // once every chunk has ended
   void next_cpu();
   void next_device(unsigned d);
@@ -101,6 +108,9 @@ class LoopState {
   LoopReport report_;
   std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
   std::vector<std::vector<Access>> first_chunk_reads_;       // per device: moved with its first chunk
+  // Per device: LoopBody::constants moved there and not changed since. Kept across calls; cleared by
+  // constants_changed() and by a failed call (a failed move must not leave the device's image trusted).
+  std::vector<char> constants_on_;
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end

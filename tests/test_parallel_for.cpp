@@ -293,6 +293,70 @@ TEST_CASE("under async the device's first chunk is handed out before the CPU wor
   }
 }
 
+// LoopBody::constants: moved once for the loop's calls, where reads are moved every call; after
+// constants_changed() once more, and the device then computes from the new values, under sync and async.
+TEST_CASE("a loop's constants are moved to the device once, its reads every call") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c{test::options(policy)};
+    const std::size_t n = 3000;
+    auto a = c.tile<float>(n, "a");
+    auto x = c.tile<float>(1, "x");
+    auto y = c.tile<float>(n, "y");
+    for (std::size_t i = 0; i < n; ++i) a[i] = float(i % 31);
+    auto scaled = c.kernel_from_source(
+        "kernel void scaled(global const float* a, global const float* x, global float* y, ulong end) {"
+        "  size_t i = get_global_id(0); if (i < end) y[i] = a[i] * x[0]; }",
+        "scaled");
+    LoopBody body;
+    body.cpu = [&](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = a[i] * x[0];
+    };
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(scaled, Range(ch.size()).offset(ch.begin), in(a), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    body.reads = {in(x)};
+    body.constants = {in(a)};
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    HeteroLoop loop(c, body, {.scheduler = "static:1"});
+    auto moves_of = [&](const std::string& tile) {
+      std::size_t moves = 0;
+      for (const auto& r : c.records()) moves += r.name == "move_to(" + tile + ")";
+      return moves;
+    };
+    auto call_and_check = [&](float factor, float xv) {
+      x[0] = xv;
+      test::fill(y, -1.0f);
+      loop(n);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < n; ++i) wrong += y[i] != factor * float(i % 31) * xv;
+      CHECK(wrong == 0);
+    };
+    for (int call = 1; call <= 3; ++call) call_and_check(1.0f, float(call));
+    CHECK(moves_of("a") == 1);
+    CHECK(moves_of("x") == 3);
+    // Changed on the host and said so: moved again, once.
+    for (std::size_t i = 0; i < n; ++i) a[i] = 2.0f * float(i % 31);
+    loop.constants_changed();
+    call_and_check(2.0f, 5.0f);
+    call_and_check(2.0f, 6.0f);
+    CHECK(moves_of("a") == 2);
+    CHECK(moves_of("x") == 5);
+    // A constant the chunks write is refused, naming it; the loop stays usable.
+    LoopBody writes_constant = body;
+    writes_constant.constants = {in(y)};
+    HeteroLoop bad(c, writes_constant, {.scheduler = "static:1"});
+    try {
+      bad(n);
+      FAIL("a loop writing its constant ran");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("tile 'y' is in LoopBody::constants and among the chunks' writes") !=
+            std::string::npos);
+    }
+    call_and_check(2.0f, 7.0f);
+  }
+}
+
 TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {
   const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
   for (const char* w : {"mandelbrot --size 96", "nbody --size 512", "spmv --size 10", "barneshut --size 3000"}) {

@@ -266,6 +266,57 @@ TEST_CASE(
   devs.second.wait_all();
 }
 
+// LoopBody::constants on a further device: moved with its first chunk of the loop, then kept; a call
+// that gives it nothing moves nothing; after constants_changed() moved again, and used.
+TEST_CASE("a loop's constants go to a further device with its first chunk of the loop, once") {
+  ControllerOptions recording = test::options(Policy::async);
+  recording.record = true;
+  Controller home{test::options(Policy::async)}, second{second_options(recording)};
+  const std::size_t n = 4096;
+  auto a = home.tile<float>(n, "a");
+  auto y = home.tile<float>(n, "y");
+  auto twice = home.kernel_from_source(
+      "kernel void twice(global const float* a, global float* y, ulong end) {"
+      "  size_t i = get_global_id(0); if (i < end) y[i] = a[i] + a[i]; }",
+      "twice");
+  LoopBody body;
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(twice, Range(ch.size()).offset(ch.begin), in(a), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  body.constants = {in(a)};
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  auto moves_to_second = [&] {
+    std::size_t h2d = 0;
+    for (const auto& r : second.records()) h2d += r.kind == "H2D";
+    return h2d;
+  };
+  float base = 0;
+  auto call = [&](HeteroLoop& loop) {
+    test::fill(y, -1.0f);
+    const auto report = loop(n);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += y[i] != 2.0f * (float(i % 97) + base);
+    CHECK(wrong == 0);
+    return report;
+  };
+  auto set_a = [&](float b) {
+    base = b;
+    for (std::size_t i = 0; i < n; ++i) a[i] = float(i % 97) + base;
+  };
+  set_a(0.5f);
+  HeteroLoop home_only({&home, &second}, body, {.scheduler = "static:1,0"});
+  call(home_only);
+  CHECK(moves_to_second() == 0);  // given nothing: nothing moved
+  HeteroLoop split({&home, &second}, body, {.scheduler = "static:0.5,0.5"});
+  for (int i = 0; i < 3; ++i) CHECK(call(split).sides[2].iterations > 0);
+  CHECK(moves_to_second() == 1);
+  set_a(1.75f);
+  split.constants_changed();
+  call(split);
+  call(split);
+  CHECK(moves_to_second() == 2);
+}
+
 TEST_CASE("a read nothing writes goes to a further device with its first chunk, and not at all without one") {
   ControllerOptions recording = test::options(Policy::async);
   recording.record = true;
@@ -331,7 +382,8 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
     parallel_for(devs.list(), 1000, body, {.scheduler = "static:0,1"});
     FAIL("the launch was not refused");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("tile 'elsewhere' is neither in LoopBody::reads nor among the chunk's writes") !=
+    CHECK(std::string(e.what()).find(
+              "tile 'elsewhere' is in neither LoopBody::reads, LoopBody::constants nor the chunk's writes") !=
           std::string::npos);
   }
   devs.second.wait_all();

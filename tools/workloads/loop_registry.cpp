@@ -19,6 +19,7 @@ class Adapter : public LoopWorkload {
     b.cpu = [this](Chunk ch) { w_.cpu(ch.begin, ch.end); };
     b.device = [this](Controller& c, Chunk ch) { w_.device(c, ch.begin, ch.end); };
     b.reads = w_.reads();
+    if constexpr (requires { w_.constants(); }) b.constants = w_.constants();
     b.writes = [this](Chunk ch) { return w_.writes(ch.begin, ch.end); };
     return b;
   }
