@@ -220,7 +220,8 @@ void LoopState::next_cpu() {
       notify_if_ended(lock);
       return;
     }
-    roles = body_.reads;
+    roles = body_.reads;  // constants too: a CPU chunk reads their host images after any earlier writer
+    roles.insert(roles.end(), body_.constants.begin(), body_.constants.end());
     for (auto& w : body_.writes(chunk)) roles.push_back(std::move(w));
     note_tiles(0, roles);
   }

@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -342,6 +343,25 @@ TEST_CASE("a loop's constants are moved to the device once, its reads every call
     call_and_check(2.0f, 6.0f);
     CHECK(moves_of("a") == 2);
     CHECK(moves_of("x") == 5);
+    // CPU chunks read a constant's host image after an earlier request writing it (async: the host
+    // task is still sleeping when the loop's chunks are handed out).
+    if (policy == Policy::async) {
+      HeteroLoop on_cpu(c, body, {.scheduler = "static:0"});
+      c.host_task(
+          "rewrite a",
+          [&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            for (std::size_t i = 0; i < n; ++i) a[i] = 3.0f * float(i % 31);
+          },
+          out(a));
+      x[0] = 1.0f;
+      on_cpu(n);
+      std::size_t stale = 0;
+      for (std::size_t i = 0; i < n; ++i) stale += y[i] != 3.0f * float(i % 31);
+      CHECK(stale == 0);
+      for (std::size_t i = 0; i < n; ++i) a[i] = 2.0f * float(i % 31);
+      loop.constants_changed();
+    }
     // A constant the chunks write is refused, naming it; the loop stays usable.
     LoopBody writes_constant = body;
     writes_constant.constants = {in(y)};
