@@ -6,7 +6,11 @@ namespace hetflow::detail {
 
 void CpuCostProfile::restart(std::size_t n) {
   n_ = n;
-  for (std::size_t b = 0; b < kBins; ++b) seconds_[b] *= 0.5, iterations_[b] *= 0.5;
+  costliest_ = 0;  // halving keeps each bin's cost: recomputed, so one bin's old outlier fades
+  for (std::size_t b = 0; b < kBins; ++b) {
+    seconds_[b] *= 0.5, iterations_[b] *= 0.5;
+    if (iterations_[b] > 0) costliest_ = std::max(costliest_, seconds_[b] / iterations_[b]);
+  }
   all_seconds_ *= 0.5, all_iterations_ *= 0.5;
 }
 
@@ -19,12 +23,14 @@ void CpuCostProfile::record(std::size_t begin, std::size_t iterations, double se
     const std::size_t b = bin_of(i), next = std::min(end, bin_begin(b + 1));
     const double in_bin = double(std::max<std::size_t>(1, next - i));
     seconds_[b] += per * in_bin, iterations_[b] += in_bin;
+    costliest_ = std::max(costliest_, seconds_[b] / iterations_[b]);
     i = std::max(next, i + 1);
   }
   all_seconds_ += seconds, all_iterations_ += double(iterations);
 }
 
 double CpuCostProfile::cost(std::size_t b) const {
+  if (!(iterations_[b] > 0)) return costliest_;
   const double mean = all_seconds_ / all_iterations_;
   // As if the bin had also run a quarter iteration at the mean: a bin seen over a single iteration
   // leans a fifth on the mean, one seen over dozens hardly at all.

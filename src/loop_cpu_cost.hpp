@@ -7,8 +7,10 @@
 // run last was off up to tenfold, and a CPU package sized from it at the end of a call held the
 // call 2-10x past the devices (perf/RESULTS.md, two H100s, 2026-11-25). The range is cut into
 // bins; each CPU chunk's time is spread over the bins it covered; a bin no chunk has covered yet
-// costs the mean of all. Older calls weigh half as much at each new call, so the profile follows a
-// loop whose costs drift.
+// costs as much as the costliest one covered: priced at the mean, a bin holding some of an R-MAT
+// matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17 (simulated SpMV over
+// two GPUs; its devices had ended at 2 ms). Older calls weigh half as much at each new call, so the
+// profile follows a loop whose costs drift.
 #include <cstddef>
 #include <vector>
 
@@ -36,6 +38,7 @@ class CpuCostProfile {
   std::size_t n_ = 0;
   std::vector<double> seconds_ = std::vector<double>(kBins, 0.0), iterations_ = std::vector<double>(kBins, 0.0);
   double all_seconds_ = 0, all_iterations_ = 0;
+  double costliest_ = 0;  // seconds per iteration of the costliest bin covered
 };
 
 }  // namespace hetflow::detail

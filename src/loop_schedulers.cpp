@@ -10,8 +10,10 @@ namespace hetflow::detail {
 
 void LoopScheduler::rest_is(std::size_t remaining) {
   call_n_ = std::max(call_n_, remaining);  // a caller that skipped restart()
-  const std::size_t k = std::clamp<std::size_t>(cpu_last_call_, 1, remaining);
-  cpu_thr_ = cpu_cost_.rate(call_n_ - k, k);
+  // Over all that is left, not over the range's tail where the CPU's last share lay: R-MAT's tail
+  // rows are nearly empty, and a rate from them had 29 workers end 4M rows in 0.5 ms, so both GPUs
+  // stopped at the call's start and the CPU took 44 ms (simulated SpMV over two GPUs).
+  cpu_thr_ = cpu_cost_.rate(call_n_ - remaining, remaining);
 }
 
 std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
@@ -32,7 +34,6 @@ void LoopScheduler::record_cpu(std::size_t begin, std::size_t iterations, double
   if (iterations == 0 || !(seconds > 0)) return;
   std::lock_guard lock(m_);
   cpu_cost_.record(begin, iterations, seconds);
-  cpu_this_call_ += iterations;
 }
 
 void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
@@ -45,8 +46,6 @@ void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bo
   std::lock_guard lock(m_);
   with_cpu_ = with_cpu;
   call_n_ = iterations;
-  cpu_last_call_ = cpu_this_call_ ? cpu_this_call_ : iterations;
-  cpu_this_call_ = 0;
   cpu_cost_.restart(iterations);
   on_restart(iterations, last_call_seconds);
 }
@@ -291,13 +290,15 @@ double LogFitScheduler::cpu_free(double now) const {
 }
 
 double LogFitScheduler::end_together(double now, double work, int except) const {
-  const double cpu_rate = double(cpu_workers_) * cpu_thr_, cpu_start = cpu_free(now);
+  const double cpu_start = cpu_free(now);
   double committed = cpu_start;  // nobody ends before what it already has
   for (unsigned d = 0; d < devices_; ++d)
     if (int(d) != except && !dev_[d].in_flight.empty()) committed = std::max(committed, dev_[d].in_flight.back().done);
   if (work <= 0) return committed;
   auto capacity = [&](double t) {  // iterations the sides can still take and end by t
-    double c = cpu_rate * std::max(0.0, t - cpu_start);
+    // Whole iterations per worker: 29 workers a third of a Mandelbrot row each by then is no row
+    // ended, and the devices, planning on them, left rows to a CPU that could end none in time.
+    double c = double(cpu_workers_) * std::floor(cpu_thr_ * std::max(0.0, t - cpu_start));
     for (unsigned d = 0; d < devices_; ++d) {
       const Device& dev = dev_[d];
       if (int(d) != except && !dev.stopped && planned(dev)) c += ends_within(dev, t - start_of_next(dev, now));
@@ -452,7 +453,7 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     }
     const double until = end_together(now, double(remaining)) - now;
     const std::size_t share = std::isfinite(until) ? cpu_within(remaining, until) : remaining;
-    chunk = std::max<std::size_t>(1, std::min(cpu_within(remaining, device_seconds), share));
+    chunk = std::min(cpu_within(remaining, device_seconds), share);
   } else {
     // Planned: half of what this worker can run before every side would end together — so no CPU
     // chunk ends after the device's last one, and the CPU takes only what it finishes by then
@@ -465,9 +466,12 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     const std::size_t by_then = cpu_within(remaining, until);
     const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
     chunk =
-        std::max<std::size_t>(1, remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then)
-                                                                                  : cpu_within(remaining, 0.5 * until));
+        remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then) : cpu_within(remaining, 0.5 * until);
   }
+  // Not even one iteration ends in time: this worker stops for the call. One iteration handed out
+  // anyway was a whole Mandelbrot row through the set, 26 ms on one core, where two GPUs end the
+  // call in 2.5 (simulated: 29 workers a row each, the call 30 ms).
+  if (chunk == 0) return 0;
   chunk = std::min(chunk, remaining);
   cpu_given_seconds_ += cpu_thr_ > 0 ? cpu_seconds(remaining, chunk) : 0.0;
   return chunk;

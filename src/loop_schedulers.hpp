@@ -68,7 +68,6 @@ class LoopScheduler {
   std::mutex m_;
   bool with_cpu_ = true;
   std::size_t call_n_ = 0;
-  std::size_t cpu_last_call_ = 0, cpu_this_call_ = 0;  // iterations the CPU ran
   CpuCostProfile cpu_cost_;
 };
 
