@@ -18,7 +18,7 @@ suites=(test_threads_and_lifetimes test_errors test_device_faults test_random_pr
 # test_parallel_for_devices without its workload and CLI cases: they add the loops' instrumented CPU
 # bodies (2 min under TSan here) and no thread interplay the other cases lack (ASan runs them all).
 declare -A cases=([test_concurrent_launches]='*one process*,*two controllers*'
-                  [test_parallel_for_devices]='over two devices*,static:0.4*,the home controller*,a chunk that fails*,misuse*,a read nothing writes*')
+                  [test_parallel_for_devices]='over two devices*,static:0.4*,the home controller*,a chunk that fails*,misuse*,a read nothing writes*,a loop'"'"'s constants*')
 mkdir -p "$build"
 
 if [ ! -f "$tbb/install/lib/cmake/TBB/TBBConfig.cmake" ]; then
