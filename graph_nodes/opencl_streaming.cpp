@@ -97,22 +97,12 @@ void StreamingStep::enqueue(const RequestPtr& r) {
       released.pop_back();
     }
   }
-  // Run dry: what it holds back goes to the device within a millisecond, flushed by the completion
-  // poller's thread unless a wait or another queue's command flushes it first. Flushed here, at
-  // once, it cost a pipelined request on NVIDIA 1-1.5 us of this thread's time, and NVIDIA, PoCL 5.0
-  // and PoCL 3.1 all run a command without a flush anyway (docs/drivers.md); OpenCL promises it
-  // only after one, so one comes.
-  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async &&
-      flush_policy_.any_dirty())
-    engine_.flush_soon();
+  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async)
+    flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
 }
 
 void StreamingStep::flush_lane(unsigned lane) {
   flush_policy_.flush_if_dirty(lane, [this](unsigned q) { engine_.flush(q); });
-}
-
-void StreamingStep::flush_held_back() {
-  flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
 }
 
 void StreamingStep::advance(const RequestPtr& r, RequestList& released) {

@@ -31,8 +31,8 @@ class StreamingStep {
   std::mutex& mutex() { return mutex_; }
   // The step, under mutex(): r, then the commands its enqueue releases (they waited for r's event).
   void enqueue(const RequestPtr& r);
-  // A device request is on its way to the step (counted before the hand-over): when the count drops
-  // to zero, what the step held back is flushed soon (flush_held_back). Returns the count before this one.
+  // A device request is on its way to the step (counted before the hand-over): the step flushes
+  // what it held back when the count drops to zero. Returns the count before this one.
   std::size_t handed_over(std::memory_order order = std::memory_order_relaxed) { return backlog_.fetch_add(1, order); }
   // Under mutex(): the flush OpenCL requires before a command on another queue waits on `lane`.
   void flush_for_wait(unsigned lane, unsigned own_lane);
@@ -40,8 +40,6 @@ class StreamingStep {
   // was flushed already, as it usually is (the step flushes when it runs dry). A clFlush with
   // nothing new still costs 1.3 us on NVIDIA (perf/bench_driver_calls).
   void flush_lane(unsigned lane);
-  // Any thread (the completion poller's): flushes every queue holding a command not flushed yet.
-  void flush_held_back();
   bool chains_launches() const { return kernel_cache_.taken(); }
   const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
 

@@ -130,7 +130,6 @@ class Engine {
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
   void flush(unsigned lane);                     // clFlush, under driver_lock(); fail_lane if it fails
-  void flush_soon() { poller_.flush_soon(); }    // the queues holding unflushed commands, within ~1 ms
   void fail_lane(unsigned lane, cl_int err);     // a failed flush: the controller is lost
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
@@ -266,7 +265,7 @@ class Engine {
   std::vector<Wire> wiring_;  // the graph's edges as the constructor made them (topology_dot)
 
   // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
-  CompletionPoller poller_{[this] { return poll_watched(); }, [this] { streaming_step_.flush_held_back(); }};
+  CompletionPoller poller_{[this] { return poll_watched(); }};
 };
 
 // The engine behind a controller, for the library's own code and the tests; users have no way to

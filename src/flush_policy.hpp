@@ -5,18 +5,15 @@
 // there. A queue is flushed when something needs its commands submitted:
 //   - a command on another queue is about to wait on one of them (OpenCL requires the flush);
 //   - a host-side consumer waits on one (Engine::watch, or a wait blocking on the event itself);
-//   - the streaming node has nothing more to enqueue for now: within a millisecond, by the
-//     completion poller's thread (idle(), StreamingStep::flush_held_back) — not by the thread that
-//     enqueues, which it cost 1-1.5 us per pipelined request on NVIDIA;
+//   - the streaming node has nothing more to enqueue for now (idle());
 //   - it holds `max_commands` unflushed commands, or its oldest has waited `max_age_ns`, so a
 //     long burst still feeds the device.
 // Any flush counts, whoever makes it, and a queue with nothing new is not flushed again: a wait
 // after a launch used to flush a second time (1.3 us on NVIDIA for nothing).
-// Putting the idle flush off for a moment after another (paid by the completion poller's thread,
-// woken for each) was measured and dropped on 2026-11-25: 1-1.5 us less per pipelined kernel on the
-// H100, but 1-4.5 us more per 4-byte transfer and 6-11 us more per launch + wait round trip
-// (perf/RESULTS.md, "the idle flush put off and dropped"). Since 2026-11-26 the poller stays awake
-// a few milliseconds after a flush, so a pipeline wakes it no more than once.
+// Putting the idle flush off for a moment after another (paid by the completion poller's thread)
+// was measured and dropped: 1-1.5 us less per pipelined kernel on the H100, but 1-4.5 us more per
+// 4-byte transfer and 6-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
+// "the idle flush put off and dropped").
 // Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
 // lock, before the command's event is visible to any other thread (one that saw the event and found
 // the queue clean would skip a flush the command needs); flush_if_dirty() and idle() run on any thread.
@@ -67,14 +64,7 @@ class FlushPolicy {
     }
   }
 
-  // Whether any queue holds a command not flushed yet.
-  bool any_dirty() const {
-    for (unsigned i = 0; i < count_; ++i)
-      if (dirty(i)) return true;
-    return false;
-  }
-
-  // Every dirty queue goes to the device. Returns whether there was one.
+  // The streaming node ran dry: every dirty queue goes to the device. Returns whether there was one.
   template <class Flush>
   bool idle(Flush&& flush_fn) {
     bool any = false;

@@ -1,13 +1,8 @@
-// When the streaming node flushes its queues (src/flush_policy.hpp), and the completion poller's
-// flush of what the node held back when it ran dry (src/completion_poller.hpp), without OpenCL.
+// When the streaming node flushes its queues (src/flush_policy.hpp), without OpenCL.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <chrono>
-#include <thread>
 #include <vector>
 
-#include "completion_poller.hpp"
 #include "flush_policy.hpp"
 
 using hetflow::detail::FlushPolicy;
@@ -104,31 +99,4 @@ TEST_CASE("a flush covers only the commands enqueued before it began") {
   CHECK(p.idle(f.fn()));
   CHECK_FALSE(p.dirty(0));
   CHECK(f.seen == std::vector<unsigned>{0, 0});
-}
-
-// The streaming node, run dry, asks the poller to flush (StreamingStep::enqueue): with nothing else
-// to watch, the poller must still do it, soon, once per request however many asked meanwhile, and
-// again for a later burst — after a flush it stays awake, so that one needs no wake-up.
-TEST_CASE("the completion poller flushes soon what the streaming node held back, once per request") {
-  using namespace std::chrono;
-  std::atomic<int> flushes{0};
-  hetflow::detail::CompletionPoller poller([] { return false; }, [&] { flushes.fetch_add(1); });
-  auto wait_for_flushes = [&](int n) {
-    const auto deadline = steady_clock::now() + seconds(5);
-    while (flushes.load() < n && steady_clock::now() < deadline) std::this_thread::sleep_for(microseconds(50));
-    return flushes.load() >= n;
-  };
-  const auto asked = steady_clock::now();
-  for (int i = 0; i < 100; ++i) poller.flush_soon();  // while one is due: no more are made
-  REQUIRE(wait_for_flushes(1));
-  MESSAGE("first flush after " << duration<double, std::micro>(steady_clock::now() - asked).count() << " us");
-  std::this_thread::sleep_for(milliseconds(2));
-  CHECK(flushes.load() == 1);
-  poller.flush_soon();  // awake still: ticks into it
-  CHECK(wait_for_flushes(2));
-  std::this_thread::sleep_for(milliseconds(20));  // past the awake time: asleep until asked
-  CHECK(flushes.load() == 2);
-  poller.flush_soon();  // wakes it
-  CHECK(wait_for_flushes(3));
-  poller.flush_soon();  // due at destruction: the destructor does not wait for it, nor hang
 }
