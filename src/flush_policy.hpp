@@ -13,7 +13,11 @@
 // Putting the idle flush off for a moment after another (paid by the completion poller's thread)
 // was measured and dropped: 1-1.5 us less per pipelined kernel on the H100, but 1-4.5 us more per
 // 4-byte transfer and 6-11 us more per launch + wait round trip (perf/RESULTS.md, 2026-11-25
-// "the idle flush put off and dropped").
+// "the idle flush put off and dropped"). Tried again on 2026-11-26 with the poller awake 5 ms after
+// each flush so that it needed no wake-up per request: worse still on the H200 (pipelined empty
+// kernel +3.7-5.7 us against +2.2-3.6, launch + wait +8-9.6 against +1.9-3.0, and the process's CPU
+// time up 40 %): clFlush from a second thread beside a stream of enqueues costs more than from the
+// enqueuing one (perf/RESULTS.md, 2026-11-26 02:52Z).
 // Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
 // lock, before the command's event is visible to any other thread (one that saw the event and found
 // the queue clean would skip a flush the command needs); flush_if_dirty() and idle() run on any thread.
