@@ -16,7 +16,7 @@
 // "the idle flush put off and dropped"). Tried again on 2026-11-26 with the poller awake 5 ms after
 // each flush so that it needed no wake-up per request: worse still on the H200 (pipelined empty
 // kernel +3.7-5.7 us against +2.2-3.6, launch + wait +8-9.6 against +1.9-3.0, and the process's CPU
-// time up 40 %): clFlush from a second thread beside a stream of enqueues costs more than from the
+// time up 55 %): clFlush from a second thread beside a stream of enqueues costs more than from the
 // enqueuing one (perf/RESULTS.md, 2026-11-26 02:52Z).
 // Pure bookkeeping, no OpenCL: the caller flushes. enqueued() runs under the streaming node's
 // lock, before the command's event is visible to any other thread (one that saw the event and found
