@@ -373,6 +373,8 @@ class to_host_node : public host_node<Msg> {
 // the device; the message goes on once every chunk has ended and its writes are in the host images
 // (those tiles are then host-latest). A chunk that failed marks the message failed (Message::error
 // names the chunk), as a throwing fn does. Under sync the loop runs inside the node's body.
+// LoopBody::constants stay on the device from message to message while each message's body lists
+// the same ones (tiles and boxes); a body with other constants moves its own.
 // One device: the node's controller (a HeteroLoop takes several; a node would also have to keep the
 // other devices' views of its messages' tiles current, which nothing here needs yet).
 template <class Msg>
