@@ -518,6 +518,50 @@ hf::Loop mix_loop(const Step& s, const Kernel& k, float add, bool cpu_throws = f
 }
 }  // namespace
 
+// LoopBody::constants through a loop node: a tile every message's loop reads and none changes goes
+// to the device once for all the messages (the records count its moves), not once per message.
+TEST_CASE("a loop node moves a body's constants to the device once for all its messages") {
+  Controller c(test::options(Policy::async, 1));
+  auto mix = c.kernel("hetflow_test.cl", "mix_inputs");
+  const std::size_t len = 5'003;
+  auto a = c.tile<float>(len, "a");
+  for (std::size_t i = 0; i < len; ++i) a[i] = float(i % 17);
+  graph g;
+  hf::loop_node<Step> balance(g, c,
+                              [&](const Step& s) {
+                                Step reads_a = s;
+                                reads_a.x = a;
+                                hf::Loop l = mix_loop(reads_a, mix, float(s.seq));
+                                l.body.reads.clear();
+                                l.body.constants = {in(a)};
+                                return l;
+                              },
+                              {.scheduler = "static:1"}, {.name = "balance"});
+  std::atomic<int> wrong{0}, done{0};
+  function_node<Step> check(g, serial, [&](const Step& s) {
+    CHECK(s.error.empty());
+    for (std::size_t i = 0; i < len; ++i) {
+      const float x = float(i % 17);
+      if (s.y[i] != x * 0.5f + x * 0.25f + float(s.seq)) ++wrong;
+    }
+    ++done;
+  });
+  make_edge(balance, check);
+  for (int i = 0; i < 3; ++i) {
+    Step s;
+    s.seq = std::uint64_t(i);
+    s.y = c.tile<float>(len, "y" + std::to_string(i));
+    balance.try_put(s);
+  }
+  g.wait_for_all();
+  c.wait_all();
+  CHECK(done.load() == 3);
+  CHECK(wrong.load() == 0);
+  std::size_t moves = 0;
+  for (const auto& r : c.records()) moves += r.name == "move_to(a)";
+  CHECK(moves == 1);
+}
+
 TEST_CASE("a loop node runs one balanced loop per message, in order, on data a kernel node left on the device") {
   for (Policy policy : {Policy::async, Policy::sync}) {
     CAPTURE(std::string(to_string(policy)));
