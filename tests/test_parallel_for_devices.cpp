@@ -266,92 +266,83 @@ TEST_CASE(
   devs.second.wait_all();
 }
 
+// y = x * x over two controllers, the second recording, so its H2D records count what went to it;
+// x given as a read or as a constant.
+struct SquareLoop {
+  enum class Input { read, constant };
+  explicit SquareLoop(Input input)
+      : x(home.tile<float>(n, "x")),
+        y(home.tile<float>(n, "y")),
+        square(home.kernel_from_source("kernel void square(global const float* x, global float* y, ulong end) {"
+                                       "  size_t i = get_global_id(0); if (i < end) y[i] = x[i] * x[i]; }",
+                                       "square")) {
+    body.device = [this](Controller& ctl, Chunk ch) {
+      ctl.launch(square, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    (input == Input::read ? body.reads : body.constants) = {in(x)};
+    body.writes = [this](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  }
+  static ControllerOptions recording() {
+    ControllerOptions o = test::options(Policy::async);
+    o.record = true;
+    return o;
+  }
+  std::size_t moves_to_second() const {
+    std::size_t h2d = 0;
+    for (const auto& r : second.records()) h2d += r.kind == "H2D";
+    return h2d;
+  }
+  void set_x(float base) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = float(i % 97) + base;
+  }
+  std::size_t wrong() const {  // y against x, after a call
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) bad += y[i] != x[i] * x[i];
+    return bad;
+  }
+  static constexpr std::size_t n = 4096;
+  Controller home{test::options(Policy::async)}, second{second_options(recording())};
+  Tile<float> x, y;
+  Kernel square;
+  LoopBody body;
+};
+
 // LoopBody::constants on a further device: moved with its first chunk of the loop, then kept; a call
 // that gives it nothing moves nothing; after constants_changed() moved again, and used.
 TEST_CASE("a loop's constants go to a further device with its first chunk of the loop, once") {
-  ControllerOptions recording = test::options(Policy::async);
-  recording.record = true;
-  Controller home{test::options(Policy::async)}, second{second_options(recording)};
-  const std::size_t n = 4096;
-  auto a = home.tile<float>(n, "a");
-  auto y = home.tile<float>(n, "y");
-  auto twice = home.kernel_from_source(
-      "kernel void twice(global const float* a, global float* y, ulong end) {"
-      "  size_t i = get_global_id(0); if (i < end) y[i] = a[i] + a[i]; }",
-      "twice");
-  LoopBody body;
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(twice, Range(ch.size()).offset(ch.begin), in(a), out(y.region(span_of(ch))), cl_ulong(ch.end));
-  };
-  body.constants = {in(a)};
-  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
-  auto moves_to_second = [&] {
-    std::size_t h2d = 0;
-    for (const auto& r : second.records()) h2d += r.kind == "H2D";
-    return h2d;
-  };
-  float base = 0;
+  SquareLoop s(SquareLoop::Input::constant);
   auto call = [&](HeteroLoop& loop) {
-    test::fill(y, -1.0f);
-    const auto report = loop(n);
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < n; ++i) wrong += y[i] != 2.0f * (float(i % 97) + base);
-    CHECK(wrong == 0);
+    test::fill(s.y, -1.0f);
+    const auto report = loop(s.n);
+    CHECK(s.wrong() == 0);
     return report;
   };
-  auto set_a = [&](float b) {
-    base = b;
-    for (std::size_t i = 0; i < n; ++i) a[i] = float(i % 97) + base;
-  };
-  set_a(0.5f);
-  HeteroLoop home_only({&home, &second}, body, {.scheduler = "static:1,0"});
+  s.set_x(0.5f);
+  HeteroLoop home_only({&s.home, &s.second}, s.body, {.scheduler = "static:1,0"});
   call(home_only);
-  CHECK(moves_to_second() == 0);  // given nothing: nothing moved
-  HeteroLoop split({&home, &second}, body, {.scheduler = "static:0.5,0.5"});
+  CHECK(s.moves_to_second() == 0);  // given nothing: nothing moved
+  HeteroLoop split({&s.home, &s.second}, s.body, {.scheduler = "static:0.5,0.5"});
   for (int i = 0; i < 3; ++i) CHECK(call(split).sides[2].iterations > 0);
-  CHECK(moves_to_second() == 1);
-  set_a(1.75f);
+  CHECK(s.moves_to_second() == 1);
+  s.set_x(1.75f);
   split.constants_changed();
   call(split);
   call(split);
-  CHECK(moves_to_second() == 2);
+  CHECK(s.moves_to_second() == 2);
 }
 
 TEST_CASE("a read nothing writes goes to a further device with its first chunk, and not at all without one") {
-  ControllerOptions recording = test::options(Policy::async);
-  recording.record = true;
-  Controller home{test::options(Policy::async)}, second{second_options(recording)};
-  const std::size_t n = 4096;
-  auto x = home.tile<float>(n, "x");
-  auto y = home.tile<float>(n, "y");
-  auto square = home.kernel_from_source(
-      "kernel void square(global const float* x, global float* y, ulong end) {"
-      "  size_t i = get_global_id(0); if (i < end) y[i] = x[i] * x[i]; }",
-      "square");
-  LoopBody body;
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(square, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
-  };
-  body.reads = {in(x)};
-  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
-  auto moves_to_second = [&] {
-    std::size_t h2d = 0;
-    for (const auto& r : second.records()) h2d += r.kind == "H2D";
-    return h2d;
-  };
+  SquareLoop s(SquareLoop::Input::read);
   int call = 0;
   for (const char* scheduler : {"static:1,0", "static:0.5,0.5", "static:0,1"}) {
     CAPTURE(scheduler);
-    const std::size_t before = moves_to_second();
+    const std::size_t before = s.moves_to_second();
     // New input each call: a device computing from an earlier call's copy gets it wrong.
-    ++call;
-    for (std::size_t i = 0; i < n; ++i) x[i] = float(i % 97) + 0.25f * float(call);
-    test::fill(y, -1.0f);
-    const auto report = parallel_for({&home, &second}, n, body, {.scheduler = scheduler, .device_slots = 2});
-    CHECK(moves_to_second() - before == (report.sides[2].iterations > 0 ? 1u : 0u));
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < n; ++i) wrong += y[i] != x[i] * x[i];
-    CHECK(wrong == 0);
+    s.set_x(0.25f * float(++call));
+    test::fill(s.y, -1.0f);
+    const auto report = parallel_for({&s.home, &s.second}, s.n, s.body, {.scheduler = scheduler, .device_slots = 2});
+    CHECK(s.moves_to_second() - before == (report.sides[2].iterations > 0 ? 1u : 0u));
+    CHECK(s.wrong() == 0);
   }
 }
 
