@@ -11,18 +11,9 @@
  * many rounds found the command complete. Then the same with a clFlush after the enqueue (the
  * control: should be all). Plain OpenCL; picks platform P's first device (default: the first GPU).
  *   cc -O2 flush_probe.c -lOpenCL -o flush_probe && ./flush_probe [ROUNDS=5] [PLATFORM] */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
-static void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "%s failed: %d\n", what, err);
-    exit(1);
-  }
-}
+#include "probe_device.h"
 static void sleep_ms(int ms) {
   struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&t, NULL);
@@ -30,17 +21,7 @@ static void sleep_ms(int ms) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 5;
-  cl_platform_id plats[8];
-  cl_uint np = 0;
-  check(clGetPlatformIDs(8, plats, &np), "clGetPlatformIDs");
-  cl_device_id dev = NULL;
-  if (argc > 2) {
-    check(clGetDeviceIDs(plats[atoi(argv[2])], CL_DEVICE_TYPE_ALL, 1, &dev, NULL), "clGetDeviceIDs");
-  } else {
-    for (cl_uint p = 0; p < np && !dev; ++p)
-      if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-    if (!dev) check(clGetDeviceIDs(plats[0], CL_DEVICE_TYPE_ALL, 1, &dev, NULL), "clGetDeviceIDs");
-  }
+  cl_device_id dev = probe_device(argc > 2 ? atoi(argv[2]) : -1);
   char name[256];
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   cl_int err;

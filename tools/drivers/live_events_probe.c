@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe_device.h"
+
 static double now_us(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -19,12 +21,6 @@ static double now_us(void) {
 static int cmp(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
-}
-static void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "%s failed: %d\n", what, err);
-    exit(1);
-  }
 }
 
 /* keep: events alive behind the newest (release event i once i+keep is enqueued); query 1: ask the
@@ -56,18 +52,7 @@ static double chain(cl_command_queue q, cl_kernel k, int n, int keep, int query,
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 20000, rounds = argc > 2 ? atoi(argv[2]) : 5;
-  cl_platform_id platforms[8];
-  cl_uint np = 0;
-  check(clGetPlatformIDs(8, platforms, &np), "clGetPlatformIDs");
-  cl_device_id dev = NULL;
-  for (cl_uint i = 0; i < np && !dev; ++i)
-    if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-  for (cl_uint i = 0; i < np && !dev; ++i)
-    if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-  if (!dev) {
-    fprintf(stderr, "no OpenCL device\n");
-    return 1;
-  }
+  cl_device_id dev = probe_device(-1);
   char name[256];
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   cl_int err;

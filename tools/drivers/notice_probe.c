@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_device.h"
+
 static double now_us(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -31,12 +33,6 @@ static double cpu_us(void) {
 static int cmp(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
-}
-static void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "%s failed: %d\n", what, err);
-    exit(1);
-  }
 }
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -97,13 +93,7 @@ static double trips(cl_command_queue q, cl_kernel k, int n, int variant, double*
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 200, rounds = argc > 2 ? atoi(argv[2]) : 3;
-  cl_platform_id plats[8];
-  cl_uint np = 0;
-  check(clGetPlatformIDs(8, plats, &np), "clGetPlatformIDs");
-  cl_device_id dev = NULL;
-  for (cl_uint p = 0; p < np && !dev; ++p)
-    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-  if (!dev) check(clGetDeviceIDs(plats[0], CL_DEVICE_TYPE_ALL, 1, &dev, NULL), "clGetDeviceIDs");
+  cl_device_id dev = probe_device(-1);
   char name[256];
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   cl_int err;

@@ -1,0 +1,34 @@
+/* What the plain-OpenCL driver probes share (the .c files beside this one): failing loudly on an OpenCL error,
+ * and which device they measure. */
+#pragma once
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void check(cl_int err, const char* what) {
+  if (err != CL_SUCCESS) {
+    fprintf(stderr, "%s failed: %d\n", what, err);
+    exit(1);
+  }
+}
+
+/* Platform `platform`'s first device; with platform < 0, the first GPU of any platform, else the
+ * first device of any. Exits when there is none. */
+static cl_device_id probe_device(int platform) {
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  check(clGetPlatformIDs(8, plats, &np), "clGetPlatformIDs");
+  cl_device_id dev = NULL;
+  if (platform >= 0) {
+    if ((cl_uint)platform >= np) check(CL_INVALID_PLATFORM, "platform index");
+    check(clGetDeviceIDs(plats[platform], CL_DEVICE_TYPE_ALL, 1, &dev, NULL), "clGetDeviceIDs");
+    return dev;
+  }
+  for (cl_uint p = 0; p < np && !dev; ++p)
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
+  for (cl_uint p = 0; p < np && !dev; ++p)
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
+  if (!dev) check(CL_DEVICE_NOT_FOUND, "no OpenCL device: clGetDeviceIDs");
+  return dev;
+}
