@@ -279,7 +279,10 @@ struct SquareLoop {
     body.device = [this](Controller& ctl, Chunk ch) {
       ctl.launch(square, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
     };
-    (input == Input::read ? body.reads : body.constants) = {in(x)};
+    if (input == Input::read)
+      body.reads = {in(x)};
+    else
+      body.constants = {in(x)};
     body.writes = [this](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
   }
   static ControllerOptions recording() {
