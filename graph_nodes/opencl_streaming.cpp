@@ -97,7 +97,7 @@ void StreamingStep::enqueue(const RequestPtr& r) {
       released.pop_back();
     }
   }
-  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async)
+  if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async && flush_when_idle_)
     flush_policy_.idle([this](unsigned q) { engine_.flush(q); });
 }
 

@@ -37,9 +37,12 @@ class StreamingStep {
   // Under mutex(): the flush OpenCL requires before a command on another queue waits on `lane`.
   void flush_for_wait(unsigned lane, unsigned own_lane);
   // Any thread (a waiter, a callback's registration): flushes `lane` unless every command on it
-  // was flushed already, as it usually is (the step flushes when it runs dry). A clFlush with
-  // nothing new still costs 1.3 us on NVIDIA (perf/bench_driver_calls).
+  // was flushed already (by a burst's count, another waiter, or the idle flush where the device
+  // needs one). A clFlush with nothing new still costs 1.3 us on NVIDIA (perf/bench_driver_calls).
   void flush_lane(unsigned lane);
+  // Async: off where the device runs unflushed commands anyway (src/unflushed_probe.hpp). Set once,
+  // before the first request.
+  void set_flush_when_idle(bool on) { flush_when_idle_ = on; }
   bool chains_launches() const { return kernel_cache_.taken(); }
   const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
 
@@ -61,6 +64,7 @@ class StreamingStep {
   std::mutex mutex_;
   FlushPolicy flush_policy_;
   std::atomic<std::size_t> backlog_{0};
+  bool flush_when_idle_ = true;
   KernelCacheSlot kernel_cache_;  // this controller's slot; its programs carry the slot's build option
   struct LastLaunch {
     cl::Event event;

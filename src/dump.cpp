@@ -487,6 +487,7 @@ GraphInfo graph_info(const Controller& c) {
   info.options["device_id"] = c.device().id();
   info.options["device_reason"] = c.device_reason();
   info.options["kernel_queues"] = std::to_string(c.kernel_queues());
+  info.options["idle_flush"] = detail::engine_of(c).idle_flush;
   const auto& topology = detail::engine_of(c).flow_topology();
   info.flow_nodes = topology.nodes();
   info.flow_edges = topology.edges();

@@ -12,6 +12,7 @@
 #include "driver_lock.hpp"
 #include "log.hpp"
 #include "settings.hpp"
+#include "unflushed_probe.hpp"
 
 namespace hetflow::detail {
 namespace {
@@ -127,9 +128,23 @@ Engine::Engine(const ControllerOptions& options)
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   fail_flush_ = env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
+  if (policy == Policy::async) decide_idle_flush();
   hub_->engine = this;
-  log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}", choice.device.name, choice.reason,
-             to_string(policy), kernel_queue_count, out_of_order ? "out-of-order queues" : "in-order queues");
+  log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}, idle flush {}", choice.device.name,
+             choice.reason, to_string(policy), kernel_queue_count,
+             out_of_order ? "out-of-order queues" : "in-order queues", idle_flush);
+}
+
+void Engine::decide_idle_flush() {
+  if (env_switch("HETFLOW_DEBUG_IDLE_FLUSH")) {
+    idle_flush = "on (HETFLOW_DEBUG_IDLE_FLUSH=1)";
+    return;
+  }
+  // 50 ms: a CPU device on a loaded machine may take that long to run anything, and a driver
+  // that needs the flush costs one controller's start that much, once.
+  const UnflushedProbe probe = probe_unflushed(context, queues[h2d_lane()], std::chrono::milliseconds(50));
+  streaming_step_.set_flush_when_idle(!probe.runs_unflushed);
+  idle_flush = probe.runs_unflushed ? "off (" + probe.why + ")" : "on (" + probe.why + ")";
 }
 
 Engine::~Engine() {

@@ -36,6 +36,8 @@ class Engine {
   bool recording = false;
   bool profiling = false;     // unset in the options: as recording
   bool out_of_order = false;  // async queues created with CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE
+  // Async: whether the streaming node flushes when it runs dry, and why (src/unflushed_probe.hpp).
+  std::string idle_flush = "n/a (sync: a wait flushes)";
   cl::Context context;
   std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one
   ProgramCache programs;
@@ -191,6 +193,7 @@ class Engine {
   void ready(const RequestPtr& r);
   void arm_host_side(const RequestPtr& r);
   void calibrate_clock();
+  void decide_idle_flush();  // async: sets idle_flush and the streaming node's policy
 
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::int64_t device_to_host_offset_ns_ = 0;

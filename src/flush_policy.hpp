@@ -5,7 +5,8 @@
 // there. A queue is flushed when something needs its commands submitted:
 //   - a command on another queue is about to wait on one of them (OpenCL requires the flush);
 //   - a host-side consumer waits on one (Engine::watch, or a wait blocking on the event itself);
-//   - the streaming node has nothing more to enqueue for now (idle());
+//   - the streaming node has nothing more to enqueue for now (idle()), where the device runs no
+//     command until it is flushed (src/unflushed_probe.hpp: NVIDIA and PoCL run them anyway);
 //   - it holds `max_commands` unflushed commands, or its oldest has waited `max_age_ns`, so a
 //     long burst still feeds the device.
 // Any flush counts, whoever makes it, and a queue with nothing new is not flushed again: a wait

@@ -37,6 +37,9 @@ const std::vector<Setting>& environment_settings() {
        "with it (docs/drivers.md, \"Device faults\")"},
       {"HETFLOW_DEBUG_FAIL_FLUSH", "0 | 1", "0",
        "fault injection for tests: every clFlush reports CL_OUT_OF_RESOURCES (the queues still work)"},
+      {"HETFLOW_DEBUG_IDLE_FLUSH", "0 | 1", "0",
+       "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry, even where the "
+       "device runs unflushed commands (then it is off: src/unflushed_probe.hpp)"},
   };
   return list;
 }
@@ -124,6 +127,7 @@ void check_environment() {
   detail::env_switch("HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE");
   detail::env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   detail::env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
+  detail::env_switch("HETFLOW_DEBUG_IDLE_FLUSH");
 }
 
 }  // namespace hetflow

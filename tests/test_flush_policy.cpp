@@ -1,9 +1,19 @@
-// When the streaming node flushes its queues (src/flush_policy.hpp), without OpenCL.
+// When the streaming node flushes its queues (src/flush_policy.hpp), without OpenCL; then, on the
+// default device, whether it needs a flush when the engine runs dry (src/unflushed_probe.hpp) and
+// that commands nobody waits for reach it either way.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "flush_policy.hpp"
+#include "hetflow/hetflow.hpp"
+#include "process.hpp"
+#include "support.hpp"
 
 using hetflow::detail::FlushPolicy;
 
@@ -99,4 +109,80 @@ TEST_CASE("a flush covers only the commands enqueued before it began") {
   CHECK(p.idle(f.fn()));
   CHECK_FALSE(p.dirty(0));
   CHECK(f.seen == std::vector<unsigned>{0, 0});
+}
+
+namespace {
+struct IdleFlushEnv {
+  explicit IdleFlushEnv(bool forced) {
+    if (forced) ::setenv("HETFLOW_DEBUG_IDLE_FLUSH", "1", 1);
+  }
+  ~IdleFlushEnv() { ::unsetenv("HETFLOW_DEBUG_IDLE_FLUSH"); }
+};
+
+std::string idle_flush_of(const hetflow::Controller& c) { return hetflow::graph_info(c).options.at("idle_flush"); }
+}  // namespace
+
+TEST_CASE("a controller says whether it flushes when it runs dry, and why") {
+  using namespace hetflow;
+  {
+    Controller c(test::options(Policy::async));
+    const std::string said = idle_flush_of(c);
+    CAPTURE(said);
+    // What the start-up check saw: an unflushed write that ended (off) or did not (on).
+    const bool off = said.starts_with("off (an unflushed 4-byte write ended within ");
+    const bool on = said.starts_with("on (an unflushed 4-byte write had not ended after ");
+    CHECK((off || on));
+    CHECK(said.ends_with(" us)"));
+  }
+  {
+    IdleFlushEnv forced(true);
+    Controller c(test::options(Policy::async));
+    CHECK(idle_flush_of(c) == "on (HETFLOW_DEBUG_IDLE_FLUSH=1)");
+  }
+  Controller sync(test::options(Policy::sync));
+  CHECK(idle_flush_of(sync).starts_with("n/a"));
+}
+
+TEST_CASE("commands nobody waits for reach the device, with the idle flush on or off") {
+  // move_to, a kernel, move_from, then no wait: the host image is watched change by itself. The
+  // D2H's own queue is flushed by nothing but the idle flush, or not at all where the start-up
+  // check found the device runs unflushed commands; a wrong verdict leaves the copy unrun.
+  using namespace hetflow;
+  for (const bool forced : {false, true}) {
+    CAPTURE(forced);
+    IdleFlushEnv env(forced);
+    Controller c(test::options(Policy::async));
+    CAPTURE(idle_flush_of(c));
+    constexpr std::size_t n = 4096;
+    auto t = c.tile<int>(n, "t");
+    for (std::size_t i = 0; i < n; ++i) t[i] = int(i);
+    Kernel twice = c.kernel_from_source(
+        "kernel void twice(global int* t) { size_t i = get_global_id(0); t[i] = 2 * t[i] + 1; }", "twice");
+    c.move_to(t);
+    c.launch(twice, Range(n), io(t));
+    c.move_from(t);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::size_t done = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      done = 0;
+      for (std::size_t i = 0; i < n; ++i) done += std::atomic_ref<int>(t.data()[i]).load() == int(2 * i + 1);
+      if (done == n) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK(done == n);
+    c.wait_all();
+  }
+}
+
+TEST_CASE("on Oclgrind, which runs nothing unflushed, the idle flush stays on and the commands run") {
+  // Oclgrind runs a queue's commands only in a thread that flushes or waits on it (src/driver_lock.hpp):
+  // the one device here on which the start-up check must find the flush needed. Its own process,
+  // since Oclgrind is registered before the ICD loader starts.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const auto r =
+      test::run_command("HETFLOW_DEVICE=oclgrind '" + self + "' -s -tc='commands nobody waits for reach the device*'");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("Status: SUCCESS!") != std::string::npos);
+  CHECK(r.output.find(":= on (an unflushed 4-byte write had not ended after") != std::string::npos);
 }

@@ -28,7 +28,8 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_DEBUG_DROP_CALLBACKS", "yes"},
                                                        {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "on"},
                                                        {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "true"},
-                                                       {"HETFLOW_DEBUG_FAIL_FLUSH", "yes"}};
+                                                       {"HETFLOW_DEBUG_FAIL_FLUSH", "yes"},
+                                                       {"HETFLOW_DEBUG_IDLE_FLUSH", "on"}};
   for (auto [name, value] : cases) {
     CAPTURE(name);
     CAPTURE(value);
