@@ -350,7 +350,7 @@ void LoopState::begin(std::size_t n) {
   Engine::FlowNodeScope made_by(flow_node_);
   check_constants(n);
   started_ = std::chrono::steady_clock::now();
-  scheduler_->restart(n, last_call_seconds_, bool(body_.cpu));
+  scheduler_->restart(n, last_call_seconds_, bool(body_.cpu), bool(body_.device));
   {
     std::lock_guard lock(m_);
     n_ = n;

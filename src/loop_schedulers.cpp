@@ -20,7 +20,7 @@ std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
   if (remaining == 0) return 0;
   std::lock_guard lock(m_);
   rest_is(remaining);
-  return std::min(next_cpu(remaining, now), remaining);
+  return std::min(with_devices_ ? next_cpu(remaining, now) : cpu_only_chunk(remaining), remaining);
 }
 
 std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now) {
@@ -42,9 +42,10 @@ void LoopScheduler::record_device(unsigned d, std::size_t iterations, double sec
   on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
-void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu) {
+void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu, bool with_devices) {
   std::lock_guard lock(m_);
   with_cpu_ = with_cpu;
+  with_devices_ = with_devices;
   call_n_ = iterations;
   cpu_cost_.restart(iterations);
   on_restart(iterations, last_call_seconds);

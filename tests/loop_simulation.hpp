@@ -189,7 +189,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   o.per_device.assign(m.devices.size(), 0);
   o.device_chunks_of.assign(m.devices.size(), 0);
   o.device_ends.assign(m.devices.size(), 0.0);
-  s.restart(n, last_call, m.workers > 0);
+  s.restart(n, last_call, m.workers > 0, !m.devices.empty());
   struct Event {
     double t;
     std::size_t order;  // ties go in submission order: the devices' first, as LoopState::begin (async)

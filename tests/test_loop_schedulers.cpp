@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -62,6 +63,37 @@ TEST_CASE("every scheduler runs every iteration exactly once, whatever the size,
             last = o.end();
           }
         }
+}
+
+TEST_CASE("without a device body every scheduler keeps the workers busy to the end in few chunks") {
+  // Guided self-scheduling (LoopScheduler::cpu_only_chunk); dynamic keeps its chunks of C. Before,
+  // LogFit cut such a loop into 64-iteration chunks for good, waiting for a device to measure.
+  const std::size_t n = std::size_t(1) << 20;
+  for (unsigned workers : {1u, 4u, 31u}) {
+    Machine m;
+    m.workers = workers;
+    m.cpu_rate = 1e7;
+    m.cpu_chunk_cost = 2e-6;
+    m.devices.clear();
+    m.cost = barnes_hut_cost(n);  // irregular: the last chunks must still end together
+    const double ideal = double(n) / (double(workers) * m.cpu_rate);
+    for (auto& s : every_scheduler(workers, 1)) {
+      CAPTURE(workers);
+      CAPTURE(s->name());
+      const bool fixed = s->name().starts_with("dynamic");
+      for (const Outcome& o : calls_of(*s, m, n, 3)) {
+        CHECK(each_once(o));
+        CHECK(o.device_iterations == 0);
+        CHECK(o.leftover == 0);
+        if (fixed) {
+          CHECK(o.cpu_chunks == (n + 999) / 1000);
+        } else {
+          CHECK(o.cpu_chunks <= std::size_t(2.0 * workers * std::log(double(n)) + workers));
+          CHECK(o.end() <= 1.1 * ideal + double(o.cpu_chunks) * m.cpu_chunk_cost / workers + 1e-4);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("static gives each device its share in one chunk; dynamic cuts fixed chunks") {

@@ -114,6 +114,30 @@ TEST_CASE("a loop kept across calls: each call covers its range, on the CPU only
   }
 }
 
+TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler") {
+  // Half an even share of the rest per chunk (LoopScheduler::cpu_only_chunk): about
+  // 2 x workers x ln(n) chunks. LogFit used to wait for a device that never asks, in 64-iteration
+  // chunks (perf/bench_chunk_overhead: 16,390 chunks for 1M iterations).
+  Controller c(test::options(Policy::async));
+  const std::size_t n = 100000;
+  for (const char* scheduler : {"logfit", "hguided", "static:0.5", "static:1", "oracle"}) {
+    CAPTURE(scheduler);
+    CountingLoop counting(c, n);
+    LoopBody body = counting.body();
+    body.device = nullptr;
+    HeteroLoop loop(c, body, {.scheduler = scheduler, .cpu_workers = 2});
+    for (int step = 0; step < 2; ++step) {
+      for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
+      const auto report = loop(n);
+      std::size_t on_cpu = 0, on_device = 0;
+      CHECK(counting.each_once(n, on_cpu, on_device));
+      CHECK(on_cpu == n);
+      CHECK(report.sides[0].chunks >= 2);
+      CHECK(report.sides[0].chunks <= 64);
+    }
+  }
+}
+
 TEST_CASE("Mandelbrot rows balanced across the CPU and the device equal the reference") {
   Controller c(test::options(Policy::async, 2));
   workloads::MandelbrotLoop m(c, {.width = 256, .height = 200, .max_iter = 256});
