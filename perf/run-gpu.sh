@@ -7,8 +7,9 @@
 # flow-graph Sobel against the imperative one), loops (the heterogeneous loop's schedulers),
 # loopdevices (one loop over the H200 and PoCL, and over two controllers of the H200),
 # twogpu (one loop over two GPUs of one host: machine kind nvidia-h100-x2 or nvidia-h200-x2),
-# peerloops (the Barnes-Hut loop balanced by StarPU against parallel_for), or all; several as a
-# comma-separated list (tests,flow,loops).
+# peerloops (the Barnes-Hut loop balanced by StarPU against parallel_for), idleflush (per request
+# with the idle flush kept, HETFLOW_DEBUG_IDLE_FLUSH=1, against the start-up check's verdict, rounds
+# alternated; not in `all`), or all; several as a comma-separated list (tests,flow,loops).
 # A device call may run 10 minutes, so the two parts can go in separate calls. QUICK=1 leaves out
 # of `tests` what checks PoCL rather than the engine (the guard's control runs and the plain
 # reproducer) and test_concurrent_launches (~2.5 min there), keeping the 200 banded runs.
@@ -143,7 +144,25 @@ if has loops; then
   run loops_nbody $B/bin/bench_loops nbody 32768 6 512 --fast-math
   run loops_mandelbrot $B/bin/bench_loops mandelbrot 4096 9
   run loop_tokens $B/bin/bench_loop_tokens 20 65536 1024 3
+  run chunk_overhead $B/bin/bench_chunk_overhead 1048576 4096 9
   echo; echo "===== loop tables"; grep -h -A10 "calls each" "$L"/loops_*.log; tail -n 4 "$L/loop_tokens.log"
+  tail -n 7 "$L/chunk_overhead.log"
+fi
+if [ "$PART" != all ] && has idleflush; then
+  export HETFLOW_DEVICE=nvidia
+  $B/bin/hetflow devices > /dev/null
+  HETFLOW_LOG=info $B/bin/hetflow run sobel --frames 2 --policy async 2>&1 | grep -o "idle flush .*" | tee -a "$L/summary.txt"
+  for round in 1 2 3; do
+    for v in 1 0; do
+      HETFLOW_DEBUG_IDLE_FLUSH=$v run "overhead_idleflush${v}_r$round" $B/bin/bench_overhead 20000 5
+      [ -x $B/bin/bench_peers_overhead ] &&
+        HETFLOW_DEBUG_IDLE_FLUSH=$v run "peers_overhead_idleflush${v}_r$round" $B/bin/bench_peers_overhead 5000 5
+    done
+  done
+  echo; echo "===== idle flush A/B (1: kept, 0: the check's verdict)"
+  for f in "$L"/overhead_idleflush*.log "$L"/peers_overhead_idleflush*.log; do
+    [ -f "$f" ] && { echo "-- $(basename "$f" .log)"; grep -E "^empty kernel |^4-byte H2D|round trip  |^sync: blocking|OpenCL kernel|CPU task" "$f" | head -6; }
+  done
 fi
 if has loopdevices; then
   # One loop over several devices: the H200 and the host's PoCL as two devices, then two
