@@ -2,10 +2,6 @@
 
 namespace hetflow::detail {
 
-namespace {
-constexpr std::chrono::microseconds first_interval{100}, longest_interval{1000};
-}
-
 CompletionPoller::~CompletionPoller() {
   {
     std::lock_guard lock(m_);
@@ -18,7 +14,7 @@ CompletionPoller::~CompletionPoller() {
 void CompletionPoller::hold() {
   std::lock_guard lock(m_);
   ++holders_;
-  interval_ = first_interval;  // a new command to watch: look early
+  interval_ = first_;  // a new command to watch: look early
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   cv_.notify_all();
 }
@@ -28,19 +24,35 @@ void CompletionPoller::release() {
   --holders_;
 }
 
+void CompletionPoller::expect(std::chrono::steady_clock::time_point at) {
+  std::lock_guard lock(m_);
+  if (at < expected_) expected_ = at;
+  hinted_ = true;
+  cv_.notify_all();
+}
+
 void CompletionPoller::run() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(m_);
   while (!stopping_) {
     if (holders_ == 0) {
+      expected_ = Clock::time_point::max();  // nothing waits: a hint of what did has no use now
       cv_.wait(lock, [this] { return stopping_ || holders_ > 0; });
       continue;
     }
-    cv_.wait_for(lock, interval_, [this] { return stopping_; });
-    if (stopping_) break;
+    if (const Clock::time_point now = Clock::now(); expected_ > now) {
+      hinted_ = false;
+      // An earlier hint that comes while it sleeps wakes it to sleep again until that one.
+      if (cv_.wait_until(lock, std::min(now + interval_, expected_), [this] { return stopping_ || hinted_; })) {
+        if (stopping_) break;
+        continue;
+      }
+    }
+    if (Clock::now() >= expected_) expected_ = Clock::time_point::max(), interval_ = first_ / 2;
     lock.unlock();
     const bool ended = check_();
     lock.lock();
-    interval_ = ended ? first_interval : std::min(interval_ * 2, longest_interval);
+    interval_ = ended ? first_ : std::min(interval_ * 2, longest_);
   }
 }
 

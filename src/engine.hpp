@@ -55,6 +55,9 @@ class Engine {
   std::shared_ptr<TileState> make_alias_tile(const std::shared_ptr<TileState>& home);
   // Submitting side (any user thread). Blocks only where the policy says so.
   void submit(RequestPtr r);
+  // A command a hook or host task waits for should end about `at`: the completion poller checks
+  // then too (CompletionPoller::expect).
+  void expect_end(std::chrono::steady_clock::time_point at) { poller_.expect(at); }
   // While set on a thread, the kernel launches it submits are also appended here: how a loop learns
   // which commands a device chunk's body launched, to time them by profiling (src/hetero_loop.cpp).
   static void collect_launches(RequestList* into);

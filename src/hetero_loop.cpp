@@ -75,6 +75,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
   views_.resize(devices_.size());
   constants_on_.assign(devices_.size(), 0);
+  device_per_iteration_.assign(devices_.size(), 0.0);
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
 }
@@ -185,6 +186,8 @@ void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const s
       scheduler_->record_device(unsigned(side_index), chunk.size(), seconds, round_trip);
   }
   std::unique_lock lock(m_);
+  if (!cpu && failure.empty() && seconds > 0 && chunk.size() > 0)
+    device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
   auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
   side.chunks += 1;
@@ -264,6 +267,7 @@ void LoopState::next_cpu() {
 void LoopState::next_device(unsigned d) {
   Chunk chunk;
   std::vector<Access> writes;
+  double per_iteration = 0;
   {
     std::unique_lock lock(m_);
     if (!take(int(d), chunk)) {
@@ -271,6 +275,7 @@ void LoopState::next_device(unsigned d) {
       return;
     }
     writes = body_.writes(chunk);
+    per_iteration = device_per_iteration_[d];
   }
   Controller& ctl = *devices_[d];
   DeviceView* view = views_[d].get();
@@ -319,6 +324,11 @@ void LoopState::next_device(unsigned d) {
                       next_device(d);
                     },
                     std::move(back));
+    // Its kernels should end about then, at the rate of its chunk before (the transfer back after
+    // them is not counted: an early check costs one status query, a late notice idles the device).
+    if (per_iteration > 0)
+      engine_of(ctl).expect_end(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                         std::chrono::duration<double>(per_iteration * double(chunk.size()))));
   } catch (const std::exception& e) {
     chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what());
     std::unique_lock lock(m_);

@@ -111,6 +111,9 @@ class LoopState {
   // Per device: LoopBody::constants moved there and not changed since. Kept across calls; cleared by
   // constants_changed() and by a failed call (a failed move must not leave the device's image trusted).
   std::vector<char> constants_on_;
+  // Per device: seconds per iteration of its latest chunk that ended well (0: none yet), kept across
+  // calls: when its next chunk should end, for the completion poller (Engine::expect_end).
+  std::vector<double> device_per_iteration_;
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end
