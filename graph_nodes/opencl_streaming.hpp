@@ -40,9 +40,13 @@ class StreamingStep {
   // was flushed already (by a burst's count, another waiter, or the idle flush where the device
   // needs one). A clFlush with nothing new still costs 1.3 us on NVIDIA (perf/bench_driver_calls).
   void flush_lane(unsigned lane);
-  // Async: off where the device runs unflushed commands anyway (src/unflushed_probe.hpp). Set once,
-  // before the first request.
-  void set_flush_when_idle(bool on) { flush_when_idle_ = on; }
+  // Async: the flushes made only so that the device starts its commands — when the step runs dry,
+  // and every few commands of a burst (src/flush_policy.hpp) — dropped where the device runs
+  // unflushed commands anyway (src/unflushed_probe.hpp). Once, before the first request.
+  void drop_start_flushes() {
+    flush_when_idle_ = false;
+    flush_policy_.drop_burst_flushes();
+  }
   bool chains_launches() const { return kernel_cache_.taken(); }
   const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
 

@@ -143,7 +143,7 @@ void Engine::decide_idle_flush() {
   // 50 ms: a CPU device on a loaded machine may take that long to run anything, and a driver
   // that needs the flush costs one controller's start that much, once.
   const UnflushedProbe probe = probe_unflushed(context, queues[h2d_lane()], std::chrono::milliseconds(50));
-  streaming_step_.set_flush_when_idle(!probe.runs_unflushed);
+  if (probe.runs_unflushed) streaming_step_.drop_start_flushes();
   idle_flush = probe.runs_unflushed ? "off (" + probe.why + ")" : "on (" + probe.why + ")";
 }
 

@@ -8,7 +8,9 @@
 //   - the streaming node has nothing more to enqueue for now (idle()), where the device runs no
 //     command until it is flushed (src/unflushed_probe.hpp: NVIDIA and PoCL run them anyway);
 //   - it holds `max_commands` unflushed commands, or its oldest has waited `max_age_ns`, so a
-//     long burst still feeds the device.
+//     long burst still feeds the device — again only where the device runs no command until it is
+//     flushed (drop_burst_flushes()): on NVIDIA these flushes, one per ~5 pipelined kernels, cost
+//     a request ~0.6 us and started nothing the driver had not started already.
 // Any flush counts, whoever makes it, and a queue with nothing new is not flushed again: a wait
 // after a launch used to flush a second time (1.3 us on NVIDIA for nothing).
 // Putting the idle flush off for a moment after another (paid by the completion poller's thread)
@@ -56,12 +58,17 @@ class FlushPolicy {
     if (dirty(q)) flush(q, flush_fn);
   }
 
+  // The device runs commands nobody flushed (src/unflushed_probe.hpp): a burst is not flushed by
+  // count or age. Before the first command.
+  void drop_burst_flushes() { burst_flushes_ = false; }
+
   // A command was just enqueued on q at `now_ns`; flushes every queue due by count or age.
   template <class Flush>
   void enqueued(unsigned q, std::int64_t now_ns, Flush&& flush_fn) {
     Queue& s = queues_[q];
     if (!dirty(q)) s.oldest_ns = now_ns;
     s.enqueued.fetch_add(1, std::memory_order_acq_rel);
+    if (!burst_flushes_) return;
     for (unsigned i = 0; i < count_; ++i) {
       const Queue& t = queues_[i];
       const std::uint64_t n = unflushed(t);
@@ -95,6 +102,7 @@ class FlushPolicy {
   std::size_t count_;
   unsigned max_commands_;
   std::int64_t max_age_ns_;
+  bool burst_flushes_ = true;
 };
 
 }  // namespace hetflow::detail

@@ -38,8 +38,9 @@ const std::vector<Setting>& environment_settings() {
       {"HETFLOW_DEBUG_FAIL_FLUSH", "0 | 1", "0",
        "fault injection for tests: every clFlush reports CL_OUT_OF_RESOURCES (the queues still work)"},
       {"HETFLOW_DEBUG_IDLE_FLUSH", "0 | 1", "0",
-       "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry, even where the "
-       "device runs unflushed commands (then it is off: src/unflushed_probe.hpp)"},
+       "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry and every 8 "
+       "commands of a burst, even where the device runs unflushed commands (then both are off: "
+       "src/unflushed_probe.hpp)"},
   };
   return list;
 }

@@ -37,6 +37,21 @@ TEST_CASE("a burst on one queue is flushed every max_commands, not per command")
   CHECK(f.seen.size() == 3);
 }
 
+TEST_CASE("without burst flushes a queue is flushed only when asked: by a waiter, a dependant or idle()") {
+  FlushPolicy p(2, 4, 50);
+  p.drop_burst_flushes();
+  Flushes f;
+  for (int i = 0; i < 100; ++i) p.enqueued(i % 2, i * 100, f.fn());  // past both the count and the age
+  CHECK(f.seen.empty());
+  CHECK(p.dirty(0));
+  CHECK(p.dirty(1));
+  p.flush_if_dirty(1, f.fn());
+  CHECK(f.seen == std::vector<unsigned>{1});
+  CHECK(p.idle(f.fn()));
+  CHECK(f.seen == std::vector<unsigned>{1, 0});
+  CHECK_FALSE(p.dirty(0));
+}
+
 TEST_CASE("a queue whose oldest unflushed command is max_age old is flushed at the next enqueue anywhere") {
   FlushPolicy p(3, 100, 50);
   Flushes f;
@@ -144,9 +159,11 @@ TEST_CASE("a controller says whether it flushes when it runs dry, and why") {
 }
 
 TEST_CASE("commands nobody waits for reach the device, with the idle flush on or off") {
-  // move_to, a kernel, move_from, then no wait: the host image is watched change by itself. The
-  // D2H's own queue is flushed by nothing but the idle flush, or not at all where the start-up
-  // check found the device runs unflushed commands; a wrong verdict leaves the copy unrun.
+  // move_to, a burst of kernels (more than a burst flush's 8), move_from, then no wait: the host
+  // image is watched change by itself. The D2H's own queue is flushed by nothing but the idle
+  // flush, or not at all where the start-up check found the device runs unflushed commands (then
+  // the kernels' queue is flushed only for the D2H that waits on it); a wrong verdict leaves the
+  // copy unrun.
   using namespace hetflow;
   for (const bool forced : {false, true}) {
     CAPTURE(forced);
@@ -156,16 +173,17 @@ TEST_CASE("commands nobody waits for reach the device, with the idle flush on or
     constexpr std::size_t n = 4096;
     auto t = c.tile<int>(n, "t");
     for (std::size_t i = 0; i < n; ++i) t[i] = int(i);
-    Kernel twice = c.kernel_from_source(
-        "kernel void twice(global int* t) { size_t i = get_global_id(0); t[i] = 2 * t[i] + 1; }", "twice");
+    Kernel add_one =
+        c.kernel_from_source("kernel void add_one(global int* t) { t[get_global_id(0)] += 1; }", "add_one");
+    constexpr int launches = 20;
     c.move_to(t);
-    c.launch(twice, Range(n), io(t));
+    for (int k = 0; k < launches; ++k) c.launch(add_one, Range(n), io(t));
     c.move_from(t);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::size_t done = 0;
     while (std::chrono::steady_clock::now() < deadline) {
       done = 0;
-      for (std::size_t i = 0; i < n; ++i) done += std::atomic_ref<int>(t.data()[i]).load() == int(2 * i + 1);
+      for (std::size_t i = 0; i < n; ++i) done += std::atomic_ref<int>(t.data()[i]).load() == int(i) + launches;
       if (done == n) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
