@@ -30,6 +30,14 @@ class CompletionPoller {
   CompletionPoller(const CompletionPoller&) = delete;
   CompletionPoller& operator=(const CompletionPoller&) = delete;
 
+  // Before the first hold(): other intervals (HETFLOW_DEBUG_POLL_US).
+  void set_intervals(std::chrono::microseconds first, std::chrono::microseconds longest) {
+    std::lock_guard lock(m_);
+    first_ = first;
+    longest_ = longest;
+    interval_ = first;
+  }
+
   void hold();     // a hook or host task now waits on a device command (starts the thread the first time)
   void release();  // it is ready to run, or ended
   // A command waited for is expected to end at `at` (a loop's device chunk, from the chunks before):
@@ -47,7 +55,7 @@ class CompletionPoller {
   std::condition_variable cv_;
   unsigned holders_ = 0;
   bool stopping_ = false;
-  const std::chrono::microseconds first_, longest_;
+  std::chrono::microseconds first_, longest_;
   std::chrono::microseconds interval_;
   std::chrono::steady_clock::time_point expected_ = std::chrono::steady_clock::time_point::max();  // earliest hint
   bool hinted_ = false;  // expect() came since the thread last looked at expected_

@@ -128,6 +128,8 @@ Engine::Engine(const ControllerOptions& options)
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   fail_flush_ = env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
+  if (const auto poll = env_poll_intervals())
+    poller_.set_intervals(std::chrono::microseconds(poll->first), std::chrono::microseconds(poll->second));
   if (policy == Policy::async) decide_idle_flush();
   hub_->engine = this;
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}, idle flush {}", choice.device.name,

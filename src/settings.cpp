@@ -41,6 +41,9 @@ const std::vector<Setting>& environment_settings() {
        "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry and every 8 "
        "commands of a burst, even where the device runs unflushed commands (then both are off: "
        "src/unflushed_probe.hpp)"},
+      {"HETFLOW_DEBUG_POLL_US", "FIRST,LONGEST (µs, 1 <= FIRST <= LONGEST <= 100000)", "100,1000",
+       "for benchmarks: how often the completion poller checks the device commands host tasks and hooks wait "
+       "for: FIRST after a new one or one that ended, doubling to LONGEST while nothing ends"},
   };
   return list;
 }
@@ -117,6 +120,17 @@ std::optional<int> env_log_level() {
 
 bool env_switch(const char* name) { return env_word<bool>(name, {{"1", true}, {"0", false}}).value_or(false); }
 
+std::optional<std::pair<unsigned, unsigned>> env_poll_intervals() {
+  const char* v = raw("HETFLOW_DEBUG_POLL_US");
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  const long first = std::strtol(v, &end, 10);
+  if (*end != ',') malformed("HETFLOW_DEBUG_POLL_US", v);
+  const long longest = std::strtol(end + 1, &end, 10);
+  if (*end != '\0' || first < 1 || first > longest || longest > 100000) malformed("HETFLOW_DEBUG_POLL_US", v);
+  return std::pair{unsigned(first), unsigned(longest)};
+}
+
 }  // namespace detail
 
 void check_environment() {
@@ -129,6 +143,7 @@ void check_environment() {
   detail::env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   detail::env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
   detail::env_switch("HETFLOW_DEBUG_IDLE_FLUSH");
+  detail::env_poll_intervals();
 }
 
 }  // namespace hetflow

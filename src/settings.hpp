@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hetflow::detail {
@@ -20,6 +21,8 @@ std::vector<std::string> env_kernel_path();             // HETFLOW_KERNEL_PATH, 
 std::optional<int> env_log_level();
 // The HETFLOW_DEBUG_* switches: "1" on, "0" off.
 bool env_switch(const char* name);
+// HETFLOW_DEBUG_POLL_US "FIRST,LONGEST": the completion poller's intervals in µs, 1 ≤ FIRST ≤ LONGEST ≤ 100000.
+std::optional<std::pair<unsigned, unsigned>> env_poll_intervals();
 
 // 1..64, as ControllerOptions::kernel_queues and HETFLOW_KERNEL_QUEUES accept.
 unsigned checked_kernel_queues(long n, const std::string& source);

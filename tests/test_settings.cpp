@@ -29,7 +29,12 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_DEBUG_UNGUARDED_KERNEL_CACHE", "on"},
                                                        {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "true"},
                                                        {"HETFLOW_DEBUG_FAIL_FLUSH", "yes"},
-                                                       {"HETFLOW_DEBUG_IDLE_FLUSH", "on"}};
+                                                       {"HETFLOW_DEBUG_IDLE_FLUSH", "on"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "100"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "200,100"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "0,100"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "10,200000"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "10,1000x"}};
   for (auto [name, value] : cases) {
     CAPTURE(name);
     CAPTURE(value);
@@ -45,7 +50,8 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
 }
 
 TEST_CASE("well-formed values are accepted, and options win over the environment") {
-  Env policy("HETFLOW_POLICY", "sync"), queues("HETFLOW_KERNEL_QUEUES", "3"), log("HETFLOW_LOG", "off");
+  Env policy("HETFLOW_POLICY", "sync"), queues("HETFLOW_KERNEL_QUEUES", "3"), log("HETFLOW_LOG", "off"),
+      poll("HETFLOW_DEBUG_POLL_US", "20,500");
   CHECK_NOTHROW(check_environment());
   ControllerOptions o;
   Controller from_env(o);
