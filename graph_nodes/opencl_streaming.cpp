@@ -93,8 +93,13 @@ void StreamingStep::enqueue(const RequestPtr& r) {
     }
     x = nullptr;
     if (!released.empty()) {
-      x = std::move(released.back());
-      released.pop_back();
+      // The oldest first, in program order. Taken from the back, a burst released by one enqueue
+      // went to the in-order copy queues newest first: Sobel's four held frames had their D2Hs
+      // queued 3, 2, 1, 0, so frame 0's waited behind frame 3's kernels (H100 trace at 4K).
+      const auto oldest = std::min_element(released.begin(), released.end(),
+                                           [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
+      x = std::move(*oldest);
+      released.erase(oldest);
     }
   }
   if (backlog_.fetch_sub(1, std::memory_order_acq_rel) == 1 && engine_.policy == Policy::async && flush_when_idle_)
