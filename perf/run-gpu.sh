@@ -56,6 +56,7 @@ if has tests; then
   run no_spinning $B/bin/test_no_spinning
   # The host has no Oclgrind: its case runs here only.
   run flush_policy $B/bin/test_flush_policy --test-case-exclude="on Oclgrind*"
+  run queue_order $B/bin/test_queue_order
   run loop_workloads $B/bin/test_loop_workloads
   # The CLI case in a process of its own: a child `hetflow run` found no NVIDIA platform once this
   # test process had used the GPU (two runs, 2026-11-23), and found it when run alone.
@@ -81,6 +82,7 @@ if has tests; then
   run pocl_flow_one_worker $B/bin/test_flow_nodes_one_worker
   run pocl_no_spinning $B/bin/test_no_spinning
   run pocl_flush_policy $B/bin/test_flush_policy --test-case-exclude="on Oclgrind*"
+  run pocl_queue_order $B/bin/test_queue_order
   unset HETFLOW_DEVICE
 fi
 

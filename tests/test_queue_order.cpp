@@ -1,0 +1,68 @@
+// The order commands reach an in-order queue in (graph_nodes/opencl_streaming.hpp,
+// StreamingStep::hold_behind_lane): a command held behind a host task is overtaken by later commands
+// of its queue that wait on nothing elsewhere, and not by those that wait on another queue's command,
+// which would block the queue ahead of it. Device times from OpenCL profiling.
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "support.hpp"
+
+using namespace hetflow;
+
+namespace {
+
+ControllerOptions in_order_async() {
+  ControllerOptions o = test::options(Policy::async);
+  o.queue_order = QueueOrder::in_order;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("in order: an H2D that waits on a kernel does not overtake an H2D held behind a host task") {
+  Controller c(in_order_async());
+  constexpr std::size_t n = 1 << 16;
+  auto a = c.tile<float>(n, "a"), b = c.tile<float>(n, "b"), copy_of_b = c.tile<float>(n, "copy_of_b");
+  test::fill(b, 2.0f);
+  Kernel copy = c.kernel_from_source(
+      "kernel void copy(global const float* s, global float* d) { size_t i = get_global_id(0); d[i] = s[i]; }", "copy");
+  c.move_to(b);
+  c.launch(copy, Range(n), in(b), out(copy_of_b));  // reads b's device image
+  std::promise<void> open;
+  std::shared_future<void> gate = open.get_future().share();
+  c.host_task(
+      "gated fill", [a, gate]() mutable { gate.wait(), test::fill(a, 1.0f); }, out(a));
+  c.move_to(a);  // held behind the host task
+  c.move_to(b);  // overwrites b's device image once the kernel has read it (WAR on the kernel queue)
+  // Without the rule the second move_to(b) runs here, long before move_to(a).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  open.set_value();
+  c.move_from(copy_of_b);
+  c.wait_all();
+  CHECK(test::all_equal(copy_of_b, 2.0f));
+  const auto recs = c.records();
+  const test::Interval to_a = test::interval(recs, "move_to(a)"), second_to_b = test::interval(recs, "move_to(b)", 1);
+  CHECK(to_a.start <= second_to_b.start);
+}
+
+TEST_CASE("in order: an H2D that waits on nothing still overtakes one held behind a host task") {
+  Controller c(in_order_async());
+  constexpr std::size_t n = 1024;
+  auto a = c.tile<float>(n, "a"), z = c.tile<float>(n, "z");
+  test::fill(z, 3.0f);
+  std::promise<void> open;
+  std::shared_future<void> gate = open.get_future().share();
+  c.host_task(
+      "gated fill", [a, gate]() mutable { gate.wait(), test::fill(a, 1.0f); }, out(a));
+  c.move_to(a);  // held behind the host task
+  c.move_to(z);  // independent: on the device while the host task still blocks
+  auto z_there = std::async(std::launch::async, [&] { c.wait(z); });
+  const bool overtook = z_there.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  open.set_value();
+  z_there.get();
+  c.wait_all();
+  CHECK(overtook);
+  const auto recs = c.records();
+  CHECK(test::interval(recs, "move_to(z)").end <= test::interval(recs, "move_to(a)").start);
+}
