@@ -77,7 +77,7 @@ class StreamingStep {
     cl::Event event;
     unsigned lane = 0;
   };
-  std::map<std::string, LastLaunch> last_launch_;  // by kernel name, when launches are chained
+  std::map<std::string, LastLaunch> last_launch_;     // by kernel name, when launches are chained
   std::vector<std::weak_ptr<Request>> last_on_lane_;  // per lane, the last device request to arrive
   // Per lane, in enqueue order, the commands not yet seen ended. A command nobody waits on is
   // otherwise settled only by the next wait, and until then it holds the one before it (its
