@@ -49,8 +49,12 @@ struct SobelImages {
   std::vector<Tile<float>> frame_in, frame_out;
   Tile<float> row_diff, row_smooth, gx, gy;
   // Reading and writing a .y4m stream must follow frame order: tasks that share these one-element
-  // tiles as io() are ordered by the engine like any other hazard.
-  Tile<int> reader_turn, writer_turn;
+  // tiles as io() are ordered by the engine like any other hazard. Generated frames and their sums
+  // take turns too, one frame at a time with the whole host arena, as the native baselines' main
+  // and consumer threads do: left free, the generations of all slots' next frames started together,
+  // shared the arena and ended together ~4x later (2 ms for a 4K frame where one takes 0.5), so the
+  // H2D lane waited (perf/RESULTS.md, 2026-11-26 07:53Z).
+  Tile<int> reader_turn, writer_turn, consumer_turn;
 };
 
 SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
@@ -65,6 +69,7 @@ SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
   images.gy = c.device_tile<float>(extent, "gy");
   images.reader_turn = c.tile<int>(1, "y4m_reader");
   images.writer_turn = c.tile<int>(1, "y4m_writer");
+  images.consumer_turn = c.tile<int>(1, "consumer");
   return images;
 }
 
@@ -121,7 +126,7 @@ struct SobelPipeline {
       c.host_task(
           "generate frame " + std::to_string(i),
           [frame, w = w, h = h, i, arena = arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); },
-          out(frame));
+          out(frame), io(images.reader_turn));
   }
 
   void consume_frame(int i, Tile<float> result, std::vector<double>& sums) {
@@ -130,7 +135,7 @@ struct SobelPipeline {
         [result, count = count, &sums, i, arena = arena] {
           arena->execute([&] { sums[std::size_t(i)] = host_sum(result.data(), count); });
         },
-        in(result));
+        in(result), io(images.consumer_turn));
     if (writer)
       c.host_task(
           "write frame " + std::to_string(i), [result, writer = writer] { writer->write_luma(result.data()); },
