@@ -215,7 +215,7 @@ TEST_CASE("HETFLOW_QUEUE_ORDER: a value other than in-order or out-of-order is a
   }
 }
 
-TEST_CASE("a host task that blocks on its own controller gets a UsageError, not a hang; submitting from it works") {
+TEST_CASE("a host task that blocks on its own controller gets a UsageError, not a hang, submitting from it works") {
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));

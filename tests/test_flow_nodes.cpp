@@ -162,7 +162,7 @@ TEST_CASE("messages flow once each, in order behind a sequencer, never more than
   c.wait_all();
 }
 
-TEST_CASE("a host body that throws, a launch refused and a failed request mark their message; the rest flow") {
+TEST_CASE("a host body that throws, a launch refused and a failed request mark their message, the rest flow") {
   Controller c(test::options(Policy::async));
   const int K = 2, N = 20;
   Pipeline pl(c, K, 256);
@@ -246,7 +246,7 @@ TEST_CASE("a host body that throws, a launch refused and a failed request mark t
   CHECK_NOTHROW(c.wait_all());
 }
 
-TEST_CASE("under async, one message's H2D overlaps another's kernel; under sync nothing overlaps") {
+TEST_CASE("under async, one message's H2D overlaps another's kernel, under sync nothing overlaps") {
   // Profiling times, as the validation cases read them (tests/test_appendix_a.cpp): one long kernel on
   // one work-group per message. The first message moves a tenth of the second's 10M floats, so its
   // kernel starts before the second's H2D can end (under AddressSanitizer on PoCL, two moves of
@@ -380,7 +380,7 @@ struct Pair : hf::Message {
 };
 }  // namespace
 
-TEST_CASE("a join of two kernel branches: flow::merge keeps either branch's failure; the dump shows the graph") {
+TEST_CASE("a join of two kernel branches: flow::merge keeps either branch's failure, the dump shows the graph") {
   Controller c(test::options(Policy::async, 2));
   auto kernel = c.kernel("hetflow_test.cl", "scale_in_place");
   const int N = 12, bad = 5;

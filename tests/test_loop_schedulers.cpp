@@ -96,7 +96,7 @@ TEST_CASE("without a device body every scheduler keeps the workers busy to the e
   }
 }
 
-TEST_CASE("static gives each device its share in one chunk; dynamic cuts fixed chunks") {
+TEST_CASE("static gives each device its share in one chunk, dynamic cuts fixed chunks") {
   Machine m;
   m.devices.assign(2, saturating(4e7, 4096));
   StaticScheduler st(4, {0.25, 0.5});

@@ -156,7 +156,7 @@ TEST_CASE("Mandelbrot rows balanced across the CPU and the device equal the refe
   }
 }
 
-TEST_CASE("a chunk that fails stops the loop and is named; nothing hangs and the loop runs again") {
+TEST_CASE("a chunk that fails stops the loop and is named, nothing hangs and the loop runs again") {
   Controller c(test::options(Policy::async));
   CountingLoop counting(c, 20000);
   LoopBody body = counting.body();

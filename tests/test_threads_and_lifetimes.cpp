@@ -11,7 +11,7 @@
 
 using namespace hetflow;
 
-TEST_CASE("free(t): requests submitted before it still use the tile; nothing after it may") {
+TEST_CASE("free(t): requests submitted before it still use the tile, nothing after it may") {
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));

@@ -126,7 +126,7 @@ TEST_CASE("disjoint regions are independent, overlapping regions are ordered") {
   CHECK(g.submit(5, ops[3], Box{{32, 30, 0}, {32, 5, 1}}).empty());
 }
 
-TEST_CASE("a writer covering earlier accesses supersedes them; readers pile up until one does") {
+TEST_CASE("a writer covering earlier accesses supersedes them, readers pile up until one does") {
   Fixture f;
   for (int i = 1; i <= 10; ++i) f.submit(i, ops[2]);  // ten kernel readers of the device image
   CHECK(f.tracker.size() == 10);
