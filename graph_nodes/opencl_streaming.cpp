@@ -78,7 +78,6 @@ StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_laun
       // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
       flush_policy_(queues, 8, 50'000),
       kernel_cache_(chain_launches),
-      last_on_lane_(queues),
       unobserved_(queues),
       since_settled_(queues, 0) {}
 
@@ -117,42 +116,18 @@ void StreamingStep::advance(const RequestPtr& r, RequestList& released) {
     r->stage = DeviceStage::held;
     // A device predecessor held back itself (behind a host request) has no event yet: r waits
     // for its enqueue or its end. Program order guarantees every other one is enqueued or ended.
-    bool waits_on_other_queue = false;
     for (const auto& p : r->preds) {
       std::lock_guard lock(p->m);
-      if (p->status.load(std::memory_order_relaxed) != Status::pending) continue;
-      if (p->kind != Kind::host && p->lane != r->lane) waits_on_other_queue = true;
-      if (p->stage == DeviceStage::enqueued) continue;
+      if (p->stage == DeviceStage::enqueued || p->status.load(std::memory_order_relaxed) != Status::pending) continue;
       r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);
       p->held.push_back(r);
     }
-    hold_behind_lane(r, waits_on_other_queue);
     if (r->enqueue_unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) {
       log().debug("holding #{} '{}' back until its predecessors are done or enqueued", r->id, r->name);
       return;
     }
   }
   enqueue_command(r, released);
-}
-
-void StreamingStep::hold_behind_lane(const RequestPtr& r, bool waits_on_other_queue) {
-  // An in-order queue runs its commands in enqueue order. A command that overtakes an earlier one of
-  // its queue (held behind a host task) while it waits on another queue's command blocks that queue
-  // until the wait is over, the earlier one behind it: Sobel's H2D of frame i + 4, its generation
-  // done first, sat at the head of the H2D queue waiting for frame i's row kernel (WAR), which waited
-  // behind the kernels of earlier frames, whose H2Ds waited behind it (4K trace on an H100, lane 30 %
-  // idle). So such a command keeps program order on its queue; one that waits on nothing elsewhere
-  // still overtakes, as independent work should.
-  std::weak_ptr<Request>& last = last_on_lane_[r->lane];
-  if (engine_.policy == Policy::async && !engine_.out_of_order && waits_on_other_queue)
-    if (const RequestPtr prev = last.lock()) {
-      std::lock_guard lock(prev->m);
-      if (prev->stage == DeviceStage::held && prev->status.load(std::memory_order_relaxed) == Status::pending) {
-        r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);
-        prev->lane_followers.push_back(r);
-      }
-    }
-  last = r;
 }
 
 void Engine::end_after_preds(const RequestPtr& r, Status s, std::string why) {
@@ -300,10 +275,6 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
     r->event.store(ev);
     r->stage = DeviceStage::enqueued;
     held.swap(r->held);
-    if (!r->lane_followers.empty()) {
-      held.insert(held.end(), r->lane_followers.begin(), r->lane_followers.end());
-      r->lane_followers.clear();
-    }
     if (r->watch == Watch::requested) {
       r->watch = Watch::registered;
       register_now = true;

@@ -53,9 +53,6 @@ class StreamingStep {
  private:
   // Count what r waits for, then enqueue it once nothing is left.
   void advance(const RequestPtr& r, RequestList& released);
-  // In-order queues: r, which waits on another queue's command, is held behind the last command of
-  // its own queue if that one is held (it does not overtake it). Records r as the queue's last.
-  void hold_behind_lane(const RequestPtr& r, bool waits_on_other_queue);
   // enqueue_command's phases: the events r waits on (or why it is cancelled), the flushes and the
   // PoCL chaining they need, the driver call, then what r's enqueue releases.
   void enqueue_command(const RequestPtr& r, RequestList& released);
@@ -77,8 +74,7 @@ class StreamingStep {
     cl::Event event;
     unsigned lane = 0;
   };
-  std::map<std::string, LastLaunch> last_launch_;     // by kernel name, when launches are chained
-  std::vector<std::weak_ptr<Request>> last_on_lane_;  // per lane, the last device request to arrive
+  std::map<std::string, LastLaunch> last_launch_;  // by kernel name, when launches are chained
   // Per lane, in enqueue order, the commands not yet seen ended. A command nobody waits on is
   // otherwise settled only by the next wait, and until then it holds the one before it (its
   // running_preds, for the fault rules) and its event: a stream of launches without waits grew by

@@ -533,7 +533,7 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
 }
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  RequestList waiters, dependants, held, lane_followers;
+  RequestList waiters, dependants, held;
   {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
@@ -541,7 +541,6 @@ void Engine::finish(Request& r, Status s, std::string error) {
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
     held.swap(r.held);
-    lane_followers.swap(r.lane_followers);
     r.running_preds.clear();
     if (r.holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
@@ -554,7 +553,6 @@ void Engine::finish(Request& r, Status s, std::string error) {
   }
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
-  for (const auto& f : lane_followers) release_held(f, nullptr);  // they only kept r's queue order
   if (s == Status::done) {
     for (const auto& h : held) release_held(h, nullptr);
     return;

@@ -162,10 +162,6 @@ struct Request : std::enable_shared_from_this<Request> {
   // Device requests waiting for this one to end (a host request) or be enqueued (a device
   // request); under m. If it fails first they are cancelled, once their other predecessors have ended.
   RequestList held;
-  // Later commands of this one's in-order queue held only to keep its order (StreamingStep::
-  // hold_behind_lane), not dependants: released when this one is enqueued or ends, whatever its
-  // outcome; under m.
-  RequestList lane_followers;
   // Host-side consumers (host tasks, hooks, waits, and device requests that will not run): the
   // predecessors still to complete (+1 while arming), and, on a predecessor, the consumers to
   // release at its completion (under m).
