@@ -74,8 +74,9 @@ cl_int enqueue_kernel(cl_command_queue q, Request& r, cl_uint n, const cl_event*
 
 StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_launches)
     : engine_(engine),
-      // In a burst, 8 commands share one flush (~3 us on NVIDIA: under 0.4 us each), and none waits
-      // beyond the first enqueue after 50 us (about three NVIDIA enqueues) before it is flushed.
+      // Where the device needs flushes to start commands (src/unflushed_probe.hpp): in a burst, 8
+      // commands share one flush, and none waits beyond the first enqueue after 50 us before it is
+      // flushed. Elsewhere (NVIDIA, PoCL) a burst is not flushed at all: drop_start_flushes().
       flush_policy_(queues, 8, 50'000),
       kernel_cache_(chain_launches),
       unobserved_(queues),
