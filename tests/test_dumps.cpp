@@ -354,6 +354,24 @@ TEST_CASE("summarize_trace: busy, overlap, gaps and critical path of a hand-made
     const auto s = hetflow::summarize_trace(hand_trace(false)["traceEvents"].dump());
     check_hand_summary(s);
   }
+  SUBCASE("from an event on") {
+    // r3 starts at 20 µs: r1, r2 (started at 10, ran to 40) and the wait are left out.
+    const auto s = hetflow::summarize_trace(hand_trace(true).dump(), "r3");
+    CHECK(s.from == "r3");
+    CHECK(s.first_start_ns == 20'000);
+    CHECK(s.wall_ns == 42'000);
+    std::map<std::string, std::int64_t> busy;
+    for (const auto& l : s.lanes) busy[l.lane] = l.busy_ns;
+    CHECK(busy == std::map<std::string, std::int64_t>{{"H2D", 12'000}, {"D2H", 5'000}});
+    CHECK(s.overlap_ns == 0);
+    CHECK(s.idle_ns == 25'000);
+    CHECK(s.waiting_ns == 0);
+    std::vector<std::uint64_t> path;
+    for (const auto& p : s.critical_path) path.push_back(p.id);
+    CHECK(path == std::vector<std::uint64_t>{3, 4, 5});
+    CHECK_THROWS_WITH_AS(hetflow::summarize_trace(hand_trace(true).dump(), "r9"),
+                         doctest::Contains("no event named 'r9'"), hetflow::Error);
+  }
   SUBCASE("errors") {
     CHECK_THROWS_WITH_AS(hetflow::summarize_trace("[1, 2"), doctest::Contains("not JSON"), hetflow::Error);
     CHECK_THROWS_WITH_AS(hetflow::summarize_trace(R"({"nodes": []})"), doctest::Contains("traceEvents"),

@@ -262,7 +262,16 @@ void critical_path(const std::vector<Slice>& slices, SliceGraph g, TraceSummary&
   sum.critical_path_share = sum.wall_ns > 0 ? double(sum.critical_path_ns) / double(sum.wall_ns) : 0.0;
 }
 
-TraceSummary summarize(const std::string& text) {
+// Leaves out every slice that starts before the first one named `from`.
+void keep_from(std::vector<Slice>& slices, const std::string& from) {
+  std::optional<std::int64_t> start;
+  for (const auto& s : slices)
+    if (s.name == from && (!start || s.iv.start_ns < *start)) start = s.iv.start_ns;
+  if (!start) throw Error("no event named '" + from + "' to start the window at");
+  std::erase_if(slices, [&](const Slice& s) { return s.iv.start_ns < *start; });
+}
+
+TraceSummary summarize(const std::string& text, const std::string& from) {
   json doc;
   try {
     doc = json::parse(text);
@@ -278,7 +287,11 @@ TraceSummary summarize(const std::string& text) {
     }
   std::map<int, std::string> names;
   std::map<int, int> sort_index;
-  const std::vector<Slice> slices = read_slices(events, names, sort_index);
+  std::vector<Slice> slices = read_slices(events, names, sort_index);
+  if (!from.empty()) {
+    keep_from(slices, from);
+    sum.from = from;
+  }
   if (!summarize_lanes(slices, names, sort_index, sum)) return sum;
   critical_path(slices, slice_edges(doc, events, slices, sum), sum);
   return sum;
@@ -286,18 +299,18 @@ TraceSummary summarize(const std::string& text) {
 
 }  // namespace
 
-TraceSummary summarize_trace(const std::string& text) {
+TraceSummary summarize_trace(const std::string& text, const std::string& from) {
   try {
-    return summarize(text);
+    return summarize(text, from);
   } catch (const json::exception& e) {
     bad(std::string("unexpected content (") + e.what() + ")");
   }
 }
 
-TraceSummary summarize_trace_file(const std::string& path) {
+TraceSummary summarize_trace_file(const std::string& path, const std::string& from) {
   const std::string text = detail::read_text_file(path, "trace");
   try {
-    return summarize_trace(text);
+    return summarize_trace(text, from);
   } catch (const Error& e) {
     throw Error("trace '" + path + "': " + e.what());
   }
@@ -318,6 +331,7 @@ std::string to_json(const TraceSummary& s) {
                         {"end_ns", p.end_ns}});
   json doc{{"device", s.device},
            {"policy", s.policy},
+           {"from", s.from},
            {"first_start_ns", s.first_start_ns},
            {"last_end_ns", s.last_end_ns},
            {"wall_ns", s.wall_ns},

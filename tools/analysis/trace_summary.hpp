@@ -30,6 +30,7 @@ struct PathStep {
 // blocking) are not work: they count in waiting_ns only, never in lanes, overlap or gaps.
 struct TraceSummary {
   std::string device, policy;           // from otherData, when the trace says
+  std::string from;                     // the event the window starts at ("": the whole trace)
   std::int64_t first_start_ns = 0;      // earliest start of any work event
   std::int64_t last_end_ns = 0;         // latest end of any work event
   std::int64_t wall_ns = 0;             // last_end_ns - first_start_ns
@@ -49,9 +50,11 @@ struct TraceSummary {
 // Summarises a trace: the object form {"traceEvents": [...]} or the bare array form. Edges come
 // from the embedded "hetflow" dump when there is one, else from the "s"/"f" flow events (each
 // bound to the X event enclosing its timestamp on its track). Throws Error saying what is wrong.
-TraceSummary summarize_trace(const std::string& trace_json);
+// With `from`, only the events that start at or after the first event of that name count (a
+// pipeline's steady state, its warm-up left out); no event of that name is an Error.
+TraceSummary summarize_trace(const std::string& trace_json, const std::string& from = {});
 // summarize_trace on a file's contents; errors name the file.
-TraceSummary summarize_trace_file(const std::string& path);
+TraceSummary summarize_trace_file(const std::string& path, const std::string& from = {});
 
 // The summary as JSON (`hetflow report --json`).
 std::string to_json(const TraceSummary& summary);

@@ -26,10 +26,11 @@ struct ReportArgs {
   std::string file;
   bool json = false;
   std::size_t gaps = 3;
+  std::string from;
 };
 
 void run_report(const ReportArgs& a) {
-  const TraceSummary s = summarize_trace_file(a.file);
+  const TraceSummary s = summarize_trace_file(a.file, a.from);
   if (a.json) {
     std::fputs(to_json(s).c_str(), stdout);
     return;
@@ -41,6 +42,7 @@ void run_report(const ReportArgs& a) {
     std::printf("no timed requests in this trace\n");
     return;
   }
+  if (!s.from.empty()) std::printf("from '%s' on (events that started before it left out)\n", s.from.c_str());
   std::printf("wall time      %12s  (first start to last end)\n", ms(s.wall_ns).c_str());
   std::printf("lane                   busy   of wall  events\n");
   for (const auto& l : s.lanes)
@@ -78,6 +80,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("trace", args->file, "Chrome trace written by hetflow (HETFLOW_TRACE)")->required();
   cmd->add_flag("--json", args->json, "Print the summary as JSON");
   cmd->add_option("--gaps", args->gaps, "How many of the largest idle gaps to list")->capture_default_str();
+  cmd->add_option("--from", args->from,
+                  "Summarise from the first event of this name on, e.g. \"generate frame 0\" (a pipeline's "
+                  "timed part, its warm-up left out)");
   cmd->callback([args] { run_report(*args); });
 }
 
