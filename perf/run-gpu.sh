@@ -100,7 +100,10 @@ if [ "$PART" != all ] && has sobel; then
   export HETFLOW_DEVICE=nvidia
   sobel_bench
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
-  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log
+  # Where 4K frames wait (perf/RESULTS.md, 2026-11-26 07:53Z): the lanes over the timed frames.
+  run sobel_4k_trace $B/bin/hetflow run sobel --size 4k --frames 60 --policy async --repeat 1 --trace "$L/sobel_4k.trace.json"
+  run sobel_4k_report $B/bin/hetflow report --from "generate frame 0" "$L/sobel_4k.trace.json"
+  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log; grep -h -A4 "^lane" "$L/sobel_4k_report.log"
 fi
 
 if [ "$PART" = bench ] || [ "$PART" = all ]; then
@@ -127,7 +130,10 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run trace $B/bin/hetflow run sobel --size 16k --frames 3 --policy async --trace "$OUT/sobel16k-3frames.trace.json" --dump "$OUT/sobel16k-3frames.dump.json"
   $B/bin/hetflow report "$OUT/sobel16k-3frames.trace.json" > "$L/sobel16k-3frames.report.txt" 2>&1
   run demo $B/bin/hetflow run sobel --size 16k --frames 100 --verify
-  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log "$L"/jacobi.log "$L"/matpow.log
+  # Where 4K frames wait (perf/RESULTS.md, 2026-11-26 07:53Z): the lanes over the timed frames.
+  run sobel_4k_trace $B/bin/hetflow run sobel --size 4k --frames 60 --policy async --repeat 1 --trace "$L/sobel_4k.trace.json"
+  run sobel_4k_report $B/bin/hetflow report --from "generate frame 0" "$L/sobel_4k.trace.json"
+  echo; echo "===== tables"; grep -h -A3 "median of" "$L"/sobel_*.log; grep -h -A4 "^lane" "$L/sobel_4k_report.log" "$L"/jacobi.log "$L"/matpow.log
   grep -h -A4 "perf/overhead" "$L"/overhead_*.log
   grep -h -A12 "after a warm-up round" "$L"/peers_*.log
   grep -h -A6 "perf/banded" "$L"/banded_pocl.log
