@@ -15,7 +15,9 @@ void Engine::on_device_complete(const RequestPtr& r) {
 }
 
 bool Engine::settle_if_succeeded(const RequestPtr& r) {
-  {
+  if (!fault_kernel_.empty()) {
+    // An injected fault is seen only by a query of its own command: what r waited on is settled
+    // first, by its usual observers, so no fault is seen earlier than it would be.
     std::lock_guard lock(r->m);
     for (const auto& p : r->running_preds)
       if (!p->ended()) return false;
@@ -27,20 +29,22 @@ bool Engine::settle_if_succeeded(const RequestPtr& r) {
 
 bool Engine::settle_as_ended_well(const RequestPtr& r) {
   if (!fault_kernel_.empty()) return settle_if_succeeded(r);  // an injected fault must be seen per command
-  {
-    std::lock_guard lock(r->m);
-    for (const auto& p : r->running_preds)
-      if (!p->ended()) return false;
-  }
   finish_device(*r, CL_COMPLETE);
   return true;
 }
 
-void Engine::settle_running_preds(Request& r) {
+void Engine::settle_running_preds(Request& r, bool ended_well) {
   // Every predecessor r waited on has ended by now (the driver ran r after them), but the engine
   // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r
   // (through its device_dependants) before r could be reported done. Iterative: a long chain of
   // unobserved commands must not become a deep recursion.
+  // If r itself ended well, so did everything it waited on: a runtime ends a command whose wait
+  // list (or in-order queue) held a failed one with an error (PoCL), or loses the context, which
+  // fails every later query (NVIDIA). They are settled as done without a status query each, which
+  // costs 1-1.5 us on NVIDIA: a chain of transfers alternating between the copy queues, which no
+  // lane's in-order settling can retire alone, paid one per request (perf/RESULTS.md, 2026-11-26
+  // 11:xxZ). An injected fault is seen only by querying its own command, so there they are asked.
+  const bool query_each = !ended_well || !fault_kernel_.empty();
   RequestList unsettled, stack;
   {
     std::lock_guard lock(r.m);
@@ -61,13 +65,13 @@ void Engine::settle_running_preds(Request& r) {
   }
   std::sort(unsettled.begin(), unsettled.end(), [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
   for (const auto& p : unsettled) {
-    const cl_int s = command_status(*p);
+    const cl_int s = query_each ? command_status(*p) : CL_COMPLETE;
     if (s <= CL_COMPLETE) finish_outcome(*p, s);
   }
 }
 
 void Engine::finish_device(Request& r, cl_int status) {
-  settle_running_preds(r);
+  settle_running_preds(r, status == CL_COMPLETE);
   // A predecessor that failed cancels r through its device_dependants, but its finish may still be
   // on its way there on another thread: r's outcome follows from theirs here too.
   std::string cause;

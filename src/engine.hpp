@@ -108,16 +108,16 @@ class Engine {
 
   // Graph-side steps, one file each under graph_nodes/ (the dispatcher's: DispatchStep).
   void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
-  // Settles r as done if its command completed without error and every command it waited on is
-  // settled already; false otherwise (still running, failed, or an older outcome to come first):
-  // then r is left to its usual observers, so no fault is seen earlier than it would be.
+  // Settles r, and what it waited on, as done if its command completed without error; false
+  // otherwise (still running or failed): then r is left to its usual observers.
   bool settle_if_succeeded(const RequestPtr& r);  // callback_receiver.cpp
   // The same without asking the driver, for a command ahead of one that ended well on an in-order
   // queue (StreamingStep::settle_ended): a runtime ends what follows a failed command on such a queue
   // with an error (PoCL) or loses the context (NVIDIA), so this one ended well too.
   bool settle_as_ended_well(const RequestPtr& r);
-  void finish_device(Request& r, cl_int status);   // an ended command's outcome, from its status
-  void settle_running_preds(Request& r);           // first the outcomes of what it waited on
+  void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
+  // First the outcomes of what r waited on: asked of the driver, or all done if r ended well.
+  void settle_running_preds(Request& r, bool ended_well);
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
   // device_faults.cpp: a command's status, a driver's fault report included (CL_QUEUED ...
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
