@@ -20,17 +20,13 @@ namespace hetflow::detail {
 
 class CompletionPoller {
  public:
-  // `check` reports whether something ended (the engine's poll of its watched commands). The
-  // intervals are the engine's unless a test sets them.
-  explicit CompletionPoller(std::function<bool()> check,
-                            std::chrono::microseconds first = std::chrono::microseconds(100),
-                            std::chrono::microseconds longest = std::chrono::microseconds(1000))
-      : check_(std::move(check)), first_(first), longest_(longest), interval_(first) {}
+  // `check` reports whether something ended (the engine's poll of its watched commands).
+  explicit CompletionPoller(std::function<bool()> check) : check_(std::move(check)) {}
   ~CompletionPoller();
   CompletionPoller(const CompletionPoller&) = delete;
   CompletionPoller& operator=(const CompletionPoller&) = delete;
 
-  // Before the first hold(): other intervals (HETFLOW_DEBUG_POLL_US).
+  // Before the first hold(): other intervals (HETFLOW_DEBUG_POLL_US, tests).
   void set_intervals(std::chrono::microseconds first, std::chrono::microseconds longest) {
     std::lock_guard lock(m_);
     first_ = first;
@@ -55,8 +51,8 @@ class CompletionPoller {
   std::condition_variable cv_;
   unsigned holders_ = 0;
   bool stopping_ = false;
-  std::chrono::microseconds first_, longest_;
-  std::chrono::microseconds interval_;
+  std::chrono::microseconds first_{100}, longest_{1000};
+  std::chrono::microseconds interval_ = first_;
   std::chrono::steady_clock::time_point expected_ = std::chrono::steady_clock::time_point::max();  // earliest hint
   bool hinted_ = false;  // expect() came since the thread last looked at expected_
   std::thread thread_;

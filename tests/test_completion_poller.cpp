@@ -37,7 +37,8 @@ bool wait_for(const std::atomic<int>& count, int at_least, std::chrono::millisec
 
 TEST_CASE("an expected end makes the poller check then, long before its interval would") {
   Checks checks;
-  CompletionPoller poller([&] { return checks(); }, 1'000'000us, 10'000'000us);
+  CompletionPoller poller([&] { return checks(); });
+  poller.set_intervals(1'000'000us, 10'000'000us);
   const auto t0 = Clock::now();
   poller.hold();
   poller.expect(t0 + 20ms);
@@ -49,7 +50,8 @@ TEST_CASE("an expected end makes the poller check then, long before its interval
 
 TEST_CASE("an expected end that has passed makes the poller check at once") {
   Checks checks;
-  CompletionPoller poller([&] { return checks(); }, 1'000'000us, 10'000'000us);
+  CompletionPoller poller([&] { return checks(); });
+  poller.set_intervals(1'000'000us, 10'000'000us);
   const auto t0 = Clock::now();
   poller.hold();
   poller.expect(t0 - 1s);
@@ -59,7 +61,8 @@ TEST_CASE("an expected end that has passed makes the poller check at once") {
 
 TEST_CASE("a later expected end never puts off the regular checks, and nothing is checked while none waits") {
   Checks checks;
-  CompletionPoller poller([&] { return checks(); }, 20'000us, 20'000us);
+  CompletionPoller poller([&] { return checks(); });
+  poller.set_intervals(20'000us, 20'000us);
   poller.hold();
   poller.expect(Clock::now() + 60s);
   CHECK(wait_for(checks.count, 3, 5000ms));  // every 20 ms, not after a minute

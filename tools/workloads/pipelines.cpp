@@ -54,7 +54,7 @@ struct SobelImages {
   // and consumer threads do: left free, the generations of all slots' next frames started together,
   // shared the arena and ended together ~4x later (2 ms for a 4K frame where one takes 0.5), so the
   // H2D lane waited (perf/RESULTS.md, 2026-11-26 07:53Z).
-  Tile<int> reader_turn, writer_turn, consumer_turn;
+  Tile<int> source_turn, writer_turn, consumer_turn;
 };
 
 SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
@@ -67,7 +67,7 @@ SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
   images.row_smooth = c.device_tile<float>(extent, "row_smooth");
   images.gx = c.device_tile<float>(extent, "gx");
   images.gy = c.device_tile<float>(extent, "gy");
-  images.reader_turn = c.tile<int>(1, "y4m_reader");
+  images.source_turn = c.tile<int>(1, "frame_source");  // the .y4m reader or the generator
   images.writer_turn = c.tile<int>(1, "y4m_writer");
   images.consumer_turn = c.tile<int>(1, "consumer");
   return images;
@@ -119,14 +119,14 @@ struct SobelPipeline {
           [frame, reader = reader, i] {
             if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
           },
-          out(frame), io(images.reader_turn));
+          out(frame), io(images.source_turn));
     else
       // In the host arena, as the native baselines generate: generate_frame is a tbb::parallel_for,
       // which outside it spreads over every worker, onto the cores a CPU device's kernels need.
       c.host_task(
           "generate frame " + std::to_string(i),
           [frame, w = w, h = h, i, arena = arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); },
-          out(frame), io(images.reader_turn));
+          out(frame), io(images.source_turn));
   }
 
   void consume_frame(int i, Tile<float> result, std::vector<double>& sums) {
