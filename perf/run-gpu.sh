@@ -57,6 +57,8 @@ if has tests; then
   # The host has no Oclgrind: its case runs here only.
   run flush_policy $B/bin/test_flush_policy --test-case-exclude="on Oclgrind*"
   run queue_order $B/bin/test_queue_order
+  # Transfers alternating between the copy queues are retired while more are enqueued (4ca94ec).
+  run soak_alternating $B/bin/test_soak --test-case="*alternating*"
   run loop_workloads $B/bin/test_loop_workloads
   # The CLI case in a process of its own: a child `hetflow run` found no NVIDIA platform once this
   # test process had used the GPU (two runs, 2026-11-23), and found it when run alone.
