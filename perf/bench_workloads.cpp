@@ -1,9 +1,11 @@
 // The papers' workloads, hand-written native OpenCL against hetflow, in one process and
 // interleaved (native sync, native async, hetflow sync, hetflow async, repeated), on the default
 // device (HETFLOW_DEVICE picks another).
-//   bench_workloads sobel|jacobi|matpow SIZE STEPS [REPEATS=5] [--slots N] [--host-threads N]
+//   bench_workloads sobel|jacobi|matpow SIZE STEPS [REPEATS=5] [--slots N] [--host-threads N] [--only V]
 //     sobel: SIZE = 720p | 1080p | 4k | 8k | 16k | WxH, STEPS = frames;  jacobi/matpow: SIZE = N,
-//     STEPS = iterations/products; --slots, --host-threads: Sobel's, for all four variants
+//     STEPS = iterations/products; --slots, --host-threads: Sobel's, for all four variants;
+//     --only V: one variant alone (nat.sync, nat.async, hf.sync or hf.async), its time per repeat and
+//     nothing else, so that a profiler sees it alone (perf record -- bench_workloads ... --only hf.sync)
 // Prints medians, hetflow's async gain over sync, its overhead over native async, and the bound:
 // the least time the machine allows, from measurements taken in this process but outside the runs
 // it judges (perf/copy_probe.hpp for the copies, a host-work probe, the kernels' profiled time in
@@ -104,13 +106,19 @@ double host_seconds_per_item(const std::string& workload, int w, int h, tbb::tas
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
   int slots = 0, host_threads = 0;
+  std::string only;
+  const std::vector<std::string> variants{"nat.sync", "nat.async", "hf.sync", "hf.async"};
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if ((a == "--slots" || a == "--host-threads") && i + 1 < argc)
         (a == "--slots" ? slots : host_threads) = positive(a, argv[++i]);
+      else if (a == "--only" && i + 1 < argc &&
+               std::find(variants.begin(), variants.end(), argv[i + 1]) != variants.end())
+        only = argv[++i];
       else if (a.rfind("--", 0) == 0)
-        throw UsageError("unknown option '" + a + "' (--slots N, --host-threads N)");
+        throw UsageError("unknown option or value '" + a +
+                         "' (--slots N, --host-threads N, --only nat.sync|nat.async|hf.sync|hf.async)");
       else
         pos.push_back(a);
     }
@@ -119,7 +127,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (pos.size() < 3 || pos.size() > 4) {
-    std::fprintf(stderr, "usage: %s sobel|jacobi|matpow SIZE STEPS [REPEATS=5] [--slots N] [--host-threads N]\n",
+    std::fprintf(stderr,
+                 "usage: %s sobel|jacobi|matpow SIZE STEPS [REPEATS=5] [--slots N] [--host-threads N] [--only V]\n",
                  argv[0]);
     return 2;
   }
@@ -150,6 +159,16 @@ int main(int argc, char** argv) {
       return workloads::matpow(c, w, steps);
     };
 
+    if (!only.empty()) {
+      for (int r = 0; r < repeats; ++r) {
+        const double t = only == "nat.sync"    ? run_native(native::Mode::sync).seconds
+                         : only == "nat.async" ? run_native(native::Mode::async).seconds
+                         : only == "hf.sync"   ? run_hetflow(Policy::sync).seconds
+                                               : run_hetflow(Policy::async).seconds;
+        std::printf("%s %s x %d, %s, repeat %d: %.4f s\n", workload.c_str(), pos[1].c_str(), steps, only.c_str(), r, t);
+      }
+      return 0;
+    }
     // The machine's limits, measured before the runs: pinned copy rates at one transfer's size
     // (at most 256 MiB, at least 1 MiB), and the host work alone on its threads.
     const Volume vol = volume_of(workload, w, h, steps);
