@@ -43,7 +43,7 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
   // fails every later query (NVIDIA). They are settled as done without a status query each, which
   // costs 1-1.5 us on NVIDIA: a chain of transfers alternating between the copy queues, which no
   // lane's in-order settling can retire alone, paid one per request (perf/RESULTS.md, 2026-11-26
-  // 11:xxZ). An injected fault is seen only by querying its own command, so there they are asked.
+  // 10:46Z). An injected fault is seen only by querying its own command, so there they are asked.
   const bool query_each = !ended_well || !fault_kernel_.empty();
   RequestList unsettled, stack;
   {

@@ -198,7 +198,8 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   // running_preds without another vector per command. Swapped, not moved, so that when a failed
   // one cuts the loop short every predecessor is still there for end_after_preds.
   // A predecessor enqueued on r's own in-order queue runs before r anyway; its event in the wait
-  // list costs NVIDIA's enqueue ~1.2 us (perf/bench_driver_calls). It stays one of r's running
+  // list cost NVIDIA's enqueue ~1.2 us in perf/bench_driver_calls (not seen beyond the spread of
+  // bench_overhead's pipelined kernels, perf/RESULTS.md 2026-11-26 10:46Z). It stays one of r's running
   // predecessors, so its failure still cancels r. Not for a D2H: if its predecessor failed and the
   // runtime ran it anyway, it would overwrite a host image the program was told was left alone.
   const bool in_order_lane = !engine_.out_of_order && r.kind != Kind::d2h;
