@@ -197,12 +197,6 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   // r.preds keeps the running ones in front, in order, and loses the ended ones: it becomes r's
   // running_preds without another vector per command. Swapped, not moved, so that when a failed
   // one cuts the loop short every predecessor is still there for end_after_preds.
-  // A predecessor enqueued on r's own in-order queue runs before r anyway; its event in the wait
-  // list cost NVIDIA's enqueue ~1.2 us in perf/bench_driver_calls (not seen beyond the spread of
-  // bench_overhead's pipelined kernels, perf/RESULTS.md 2026-11-26 10:46Z). It stays one of r's running
-  // predecessors, so its failure still cancels r. Not for a D2H: if its predecessor failed and the
-  // runtime ran it anyway, it would overwrite a host image the program was told was left alone.
-  const bool in_order_lane = !engine_.out_of_order && r.kind != Kind::d2h;
   std::size_t running = 0;
   for (std::size_t i = 0; i < r.preds.size(); ++i) {
     Request& p = *r.preds[i];
@@ -212,7 +206,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
       cl_event e = p.event.load();
       if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(p, s);
       if (s == Status::done) continue;
-      if (!(in_order_lane && p.lane == r.lane)) wait_list.push_back(e);
+      wait_list.push_back(e);
     }
     if (running != i) std::swap(r.preds[running], r.preds[i]);
     ++running;
