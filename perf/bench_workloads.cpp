@@ -113,11 +113,12 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if ((a == "--slots" || a == "--host-threads") && i + 1 < argc)
         (a == "--slots" ? slots : host_threads) = positive(a, argv[++i]);
-      else if (a == "--only" && i + 1 < argc &&
-               std::find(variants.begin(), variants.end(), argv[i + 1]) != variants.end())
+      else if (a == "--only" && i + 1 < argc) {
         only = argv[++i];
-      else if (a.rfind("--", 0) == 0)
-        throw UsageError("unknown option or value '" + a +
+        if (std::find(variants.begin(), variants.end(), only) == variants.end())
+          throw UsageError("--only: '" + only + "' is not a variant (nat.sync, nat.async, hf.sync, hf.async)");
+      } else if (a.rfind("--", 0) == 0)
+        throw UsageError("unknown option '" + a +
                          "' (--slots N, --host-threads N, --only nat.sync|nat.async|hf.sync|hf.async)");
       else
         pos.push_back(a);
