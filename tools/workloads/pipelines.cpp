@@ -55,6 +55,13 @@ struct SobelImages {
   // shared the arena and ended together ~4x later (2 ms for a 4K frame where one takes 0.5), so the
   // H2D lane waited (perf/RESULTS.md, 2026-11-26 07:53Z).
   Tile<int> source_turn, writer_turn, consumer_turn;
+  // Frames in flight, as the native async loop paces them: it generates frame i only once frame
+  // i-slots-1 is summed (it blocks before that frame's D2H). Frame i's load and sum share
+  // in_flight[i % (slots + 1)], so the load waits for the sum slots + 1 frames back. Left free, the
+  // loads ran up to ~4 x slots frames ahead of the sums, each sum started 1.7-3.5 ms after its D2H
+  // had ended and read the frame from memory rather than from the last-level cache the D2H wrote
+  // it to: 2x the CPU per sum at 4K (perf/RESULTS.md, 2026-11-26 12:50-13:03Z).
+  std::vector<Tile<int>> in_flight;
 };
 
 SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
@@ -70,6 +77,7 @@ SobelImages sobel_images(Controller& c, const Extent& extent, int slots) {
   images.source_turn = c.tile<int>(1, "frame_source");  // the .y4m reader or the generator
   images.writer_turn = c.tile<int>(1, "y4m_writer");
   images.consumer_turn = c.tile<int>(1, "consumer");
+  for (int k = 0; k <= slots; ++k) images.in_flight.push_back(c.tile<int>(1, "in flight " + std::to_string(k)));
   return images;
 }
 
@@ -112,6 +120,8 @@ struct SobelPipeline {
     }
   }
 
+  Tile<int> in_flight(int i) const { return images.in_flight[std::size_t(i) % images.in_flight.size()]; }
+
   void load_frame(int i, Tile<float> frame) {
     if (reader)
       c.host_task(
@@ -119,14 +129,14 @@ struct SobelPipeline {
           [frame, reader = reader, i] {
             if (!reader->read_luma(frame.data())) throw Error("input ended before frame " + std::to_string(i));
           },
-          out(frame), io(images.source_turn));
+          out(frame), io(images.source_turn), io(in_flight(i)));
     else
       // In the host arena, as the native baselines generate: generate_frame is a tbb::parallel_for,
       // which outside it spreads over every worker, onto the cores a CPU device's kernels need.
       c.host_task(
           "generate frame " + std::to_string(i),
           [frame, w = w, h = h, i, arena = arena] { arena->execute([&] { generate_frame(frame.data(), w, h, i); }); },
-          out(frame), io(images.source_turn));
+          out(frame), io(images.source_turn), io(in_flight(i)));
   }
 
   void consume_frame(int i, Tile<float> result, std::vector<double>& sums) {
@@ -135,7 +145,7 @@ struct SobelPipeline {
         [result, count = count, &sums, i, arena = arena] {
           arena->execute([&] { sums[std::size_t(i)] = host_sum(result.data(), count); });
         },
-        in(result), io(images.consumer_turn));
+        in(result), io(images.consumer_turn), io(in_flight(i)));
     if (writer)
       c.host_task(
           "write frame " + std::to_string(i), [result, writer = writer] { writer->write_luma(result.data()); },
