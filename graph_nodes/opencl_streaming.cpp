@@ -203,16 +203,32 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
     {
       std::lock_guard lock(p.m);
       const Status s = p.status.load();
-      cl_event e = p.event.load();
-      if (s == Status::failed || s == Status::cancelled || !e) return dependency_cause(p, s);
+      if (s == Status::failed || s == Status::cancelled || !p.event.load()) return dependency_cause(p, s);
       if (s == Status::done) continue;
-      wait_list.push_back(e);
     }
     if (running != i) std::swap(r.preds[running], r.preds[i]);
     ++running;
   }
   r.preds.resize(running);
+  // Only the events the others do not imply: each one costs NVIDIA's enqueue 1-2 us
+  // (perf/bench_driver_calls), and a tile moved back and forth has its last two transfers as
+  // predecessors, the older one already waited on by the newer (perf/RESULTS.md, 2026-11-26 13:08Z).
+  for (std::size_t i = 0; i < running; ++i)
+    if (running == 1 || !waited_on_by_another(r.preds, running, i)) wait_list.push_back(r.preds[i]->event.load());
   return {};
+}
+
+bool StreamingStep::waited_on_by_another(const RequestList& running, std::size_t count, std::size_t i) {
+  // A wide fan-in pays count^2 lookups for few savings: not looked at.
+  constexpr std::size_t kMostLooked = 8;
+  if (count > kMostLooked) return false;
+  for (std::size_t j = 0; j < count; ++j) {
+    if (j == i) continue;
+    Request& q = *running[j];
+    std::lock_guard lock(q.m);  // its running_preds go when it ends: then it implies nothing here
+    if (std::find(q.running_preds.begin(), q.running_preds.end(), running[i]) != q.running_preds.end()) return true;
+  }
+  return false;
 }
 
 void StreamingStep::flush_for_wait(unsigned lane, unsigned own_lane) {

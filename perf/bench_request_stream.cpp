@@ -1,28 +1,49 @@
 // One kind of request, pipelined, for a profiler to look at (perf/RESULTS.md, 2026-11-26 10:54Z):
 // bench_overhead interleaves many rows and raw OpenCL in one process, which a sampling profile
 // cannot tell apart. Async, one kernel queue, the default device (HETFLOW_DEVICE picks another).
-//   bench_request_stream kernel|transfer [requests=200000]
+//   bench_request_stream kernel|transfer|raw-kernel|raw-transfer [requests=200000]
 //   perf record -- bench_request_stream transfer     then: perf report --sort dso,sym
+// raw-kernel and raw-transfer: the same streams enqueued by hand (perf/native/raw_requests.hpp, no
+// profiling), so that a profile of each tells what the engine adds to the driver's own calls.
 // "kernel": empty launches, each io on one 4-byte tile (so each waits on the one before);
 // "transfer": move_to and move_from of that tile in turn, alternating between the copy queues.
 // A wait_all every 20,000 requests, as bench_overhead's runs end with one. Prints µs per request.
 #include <hetflow/hetflow.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "native/raw_requests.hpp"
 
 using namespace hetflow;
 
 int main(int argc, char** argv) {
   const std::string kind = argc > 1 ? argv[1] : "";
   const long n = argc > 2 ? std::atol(argv[2]) : 200'000;
-  if ((kind != "kernel" && kind != "transfer") || n < 1) {
-    std::fprintf(stderr, "usage: bench_request_stream kernel|transfer [requests >= 1]\n");
+  const bool raw = kind == "raw-kernel" || kind == "raw-transfer";
+  if ((kind != "kernel" && kind != "transfer" && !raw) || n < 1) {
+    std::fprintf(stderr, "usage: bench_request_stream kernel|transfer|raw-kernel|raw-transfer [requests >= 1]\n");
     return 2;
   }
   try {
+    if (raw) {
+      const DeviceInfo d = select_device().device;
+      native::RawRequests requests(d, false);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (long done = 0; done < n; done += 20'000) {  // as below: the stream ends every 20,000
+        const int batch = int(std::min<long>(20'000, n - done));
+        if (kind == "raw-kernel")
+          requests.kernels(batch);
+        else
+          requests.transfers(batch);
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), d.name.c_str(), n, s / double(n) * 1e6);
+      return 0;
+    }
     ControllerOptions o;
     o.policy = Policy::async;
     o.kernel_queues = 1;

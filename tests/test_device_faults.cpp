@@ -159,6 +159,31 @@ TEST_CASE("a command after a faulting one on the device, whose own status is fin
   }
 }
 
+TEST_CASE("a transfer whose wait list leaves out a predecessor another one waited on is still cancelled by its fault") {
+  // move_to(x) depends on the kernel (WAW on the device image) and on move_from(x), which waited on
+  // the kernel: only move_from's event goes in its wait list (StreamingStep::waited_on_by_another),
+  // and the kernel's fault must still cancel it.
+  InjectedFault fault;
+  Controller c(test::options(Policy::async));
+  auto k = oob_kernel(c);
+  auto x = c.tile<int>(10, "x");
+  c.launch(k, Range(10), out(x));
+  c.move_from(x);
+  c.move_to(x);
+  try {
+    c.wait_all();
+    FAIL("wait_all() returned normally");
+  } catch (const RequestFailed& e) {
+    bool d2h_cancelled = false, h2d_cancelled = false;
+    for (const auto& f : e.failures()) {
+      d2h_cancelled |= f.name == "move_from(x)" && f.cancelled;
+      h2d_cancelled |= f.name == "move_to(x)" && f.cancelled;
+    }
+    CHECK(d2h_cancelled);
+    CHECK(h2d_cancelled);
+  }
+}
+
 TEST_CASE("a failed clFlush is reported, names the call, and loses the controller instead of hanging") {
   ::setenv("HETFLOW_DEBUG_FAIL_FLUSH", "1", 1);
   for (Policy p : {Policy::async, Policy::sync}) {

@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "opencl_streaming.hpp"
 #include "support.hpp"
 
 using namespace hetflow;
@@ -70,4 +71,26 @@ TEST_CASE("in order: an H2D that waits on nothing still overtakes one held behin
   CHECK(overtook);
   const auto recs = c.records();
   CHECK(test::interval(recs, "move_to(z)").end <= test::interval(recs, "move_to(a)").start);
+}
+
+TEST_CASE("a wait list leaves out a predecessor that another predecessor waited on") {
+  using namespace hetflow::detail;
+  auto transfer = [](const char* name) { return make_request<TransferWork>(Kind::h2d, name); };
+  RequestPtr older = transfer("older"), newer = transfer("newer"), other = transfer("other");
+  RequestList running{older, newer};
+  CHECK_FALSE(StreamingStep::waited_on_by_another(running, 2, 0));  // newer waited on nothing yet
+  newer->running_preds.push_back(older);
+  CHECK(StreamingStep::waited_on_by_another(running, 2, 0));        // implied by newer's event
+  CHECK_FALSE(StreamingStep::waited_on_by_another(running, 2, 1));  // newer itself stays
+  running = {older, other, newer};
+  CHECK(StreamingStep::waited_on_by_another(running, 3, 0));
+  CHECK_FALSE(StreamingStep::waited_on_by_another(running, 3, 1));
+  // Only among r's running predecessors: one past `count` implies nothing.
+  CHECK_FALSE(StreamingStep::waited_on_by_another(running, 2, 0));
+  // A wide fan-in is not looked at (it would cost count^2 lookups).
+  RequestList wide(9);
+  for (auto& w : wide) w = transfer("w");
+  wide[7]->running_preds.push_back(wide[0]);
+  CHECK(StreamingStep::waited_on_by_another(wide, 8, 0));
+  CHECK_FALSE(StreamingStep::waited_on_by_another(wide, 9, 0));
 }
