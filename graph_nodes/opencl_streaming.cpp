@@ -241,6 +241,11 @@ void StreamingStep::chain_previous_launch(const Request& r, std::vector<cl_event
   // kernel must not run at once, so each waits for the previous launch of its kernel.
   auto it = last_launch_.find(r.kernel().kernel.name());
   if (it == last_launch_.end()) return;
+  // Usually the previous launch is r's own predecessor (a kernel run step after step on one tile):
+  // r waits on it already, through the wait list or one that waited on it, and a status query (a
+  // lock PoCL's worker threads contend for) and a second copy of the event are saved.
+  for (const auto& p : r.preds)
+    if (p->event.load() == it->second.event()) return;
   cl_int status = CL_COMPLETE;
   // A failing query is the driver reporting a fault (Engine::command_status): that launch has
   // ended, and its own request reports it; nothing to wait for.
