@@ -52,18 +52,32 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
       if (!p->ended()) stack.push_back(p);  // usually none: no allocation
   }
   if (stack.empty()) return;
-  std::unordered_set<const Request*> seen;  // a DAG: without it, fan-in makes the walk exponential
+  // A DAG: each request is expanded once, or fan-in makes the walk exponential. A walk is usually a
+  // request or two (the other copy queue's last command): those are looked up in `unsettled`
+  // itself, and a set is built only for a long one, as it cost an allocation per settled command.
+  constexpr std::size_t kSearchedInPlace = 16;
+  std::unordered_set<const Request*> seen;
+  auto expanded = [&](const Request* x) {
+    if (unsettled.size() <= kSearchedInPlace)
+      return std::any_of(unsettled.begin(), unsettled.end(), [x](const RequestPtr& u) { return u.get() == x; });
+    if (seen.empty())
+      for (const auto& u : unsettled) seen.insert(u.get());
+    return seen.count(x) > 0;
+  };
   while (!stack.empty()) {
     RequestPtr p = std::move(stack.back());
     stack.pop_back();
-    if (!seen.insert(p.get()).second) continue;
+    if (expanded(p.get())) continue;
     std::lock_guard lock(p->m);
     if (p->ended()) continue;
     unsettled.push_back(p);
+    if (!seen.empty()) seen.insert(p.get());
     for (const auto& q : p->running_preds)
-      if (!q->ended() && !seen.count(q.get())) stack.push_back(q);
+      if (!q->ended() && !expanded(q.get())) stack.push_back(q);
   }
-  std::sort(unsettled.begin(), unsettled.end(), [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
+  if (unsettled.size() > 1)
+    std::sort(unsettled.begin(), unsettled.end(),
+              [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
   for (const auto& p : unsettled) {
     const cl_int s = query_each ? command_status(*p) : CL_COMPLETE;
     if (s <= CL_COMPLETE) finish_outcome(*p, s);
