@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
           requests.transfers(batch);
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), d.name.c_str(), n, s / double(n) * 1e6);
+      std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), d.name.c_str(), n,
+                  s / double(n) * 1e6);
       return 0;
     }
     ControllerOptions o;
