@@ -48,6 +48,11 @@ class StreamingStep {
     flush_policy_.drop_burst_flushes();
   }
   bool chains_launches() const { return kernel_cache_.taken(); }
+  // Whether running[i] is among the running predecessors of another of running[0, count): that one
+  // waited on it (by its event, or through one that did), so a command waiting on that one waits on
+  // it too, and its failure still reaches the command (docs/architecture.md, "The flow of a
+  // request"). What collect_wait_list leaves out of a wait list.
+  static bool waited_on_by_another(const RequestList& running, std::size_t count, std::size_t i);
   const KernelCacheSlot& kernel_cache() const { return kernel_cache_; }
 
  private:
@@ -59,13 +64,6 @@ class StreamingStep {
   // The events r waits on, r.preds cut to the predecessors still running; or why r is cancelled.
   std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list);
 
- public:
-  // Whether running[i] is among the running predecessors of another of running[0, count): that one
-  // waited on it (by its event, or through one that did), so r waiting on that one waits on it too,
-  // and its failure still reaches r (docs/architecture.md, "The flow of a request").
-  static bool waited_on_by_another(const RequestList& running, std::size_t count, std::size_t i);
-
- private:
   void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
   void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released);
