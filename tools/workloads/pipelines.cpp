@@ -59,8 +59,8 @@ struct SobelImages {
   // i-slots-1 is summed (it blocks before that frame's D2H). Frame i's load and sum share
   // in_flight[i % (slots + 1)], so the load waits for the sum slots + 1 frames back. Left free, the
   // loads ran up to ~4 x slots frames ahead of the sums, each sum started 1.7-3.5 ms after its D2H
-  // had ended and read the frame from memory rather than from the last-level cache the D2H wrote
-  // it to: 2x the CPU per sum at 4K (perf/RESULTS.md, 2026-11-26 12:50-13:03Z).
+  // had ended and took 2x the CPU at 4K; native's sum, put off 1.5 ms the same way, slowed alike (the
+  // frame no longer in the cache the D2H wrote it to; perf/RESULTS.md, 2026-11-26 12:50-13:03Z).
   std::vector<Tile<int>> in_flight;
 };
 
