@@ -214,7 +214,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   // (perf/bench_driver_calls), and a tile moved back and forth has its last two transfers as
   // predecessors, the older one already waited on by the newer (perf/RESULTS.md, 2026-11-26 13:08Z).
   for (std::size_t i = 0; i < running; ++i)
-    if (running == 1 || !waited_on_by_another(r.preds, running, i)) wait_list.push_back(r.preds[i]->event.load());
+    if (!waited_on_by_another(r.preds, running, i)) wait_list.push_back(r.preds[i]->event.load());
   return {};
 }
 

@@ -20,6 +20,57 @@
 
 using namespace hetflow;
 
+namespace {
+
+constexpr long kBatch = 20'000;  // the stream ends with a wait_all every kBatch requests
+
+// Runs `stream` and prints its time per request.
+template <class Stream>
+void timed(const std::string& kind, const std::string& device, long n, Stream&& stream) {
+  const auto t0 = std::chrono::steady_clock::now();
+  stream();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), device.c_str(), n, s / double(n) * 1e6);
+}
+
+void raw_stream(const std::string& kind, long n) {
+  const DeviceInfo d = select_device().device;
+  native::RawRequests requests(d, false);
+  timed(kind, d.name, n, [&] {
+    for (long done = 0; done < n; done += kBatch) {
+      const int batch = int(std::min(kBatch, n - done));
+      if (kind == "raw-kernel")
+        requests.kernels(batch);
+      else
+        requests.transfers(batch);
+    }
+  });
+}
+
+void hetflow_stream(const std::string& kind, long n) {
+  ControllerOptions o;
+  o.policy = Policy::async;
+  o.kernel_queues = 1;
+  Controller c(o);
+  Kernel k = c.kernel("hetflow_test.cl", "empty_kernel");
+  Tile<float> x = c.tile<float>(1, "x");
+  x[0] = 1.0f;
+  timed(kind, c.device().name, n, [&] {
+    for (long i = 0; i < n; ++i) {
+      if (kind == "kernel")
+        c.launch(k, Range(1), io(x));
+      else if (i % 2 == 0)
+        c.move_to(x);
+      else
+        c.move_from(x);
+      if (i % kBatch == kBatch - 1) c.wait_all();
+    }
+    c.wait_all();
+  });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string kind = argc > 1 ? argv[1] : "";
   const long n = argc > 2 ? std::atol(argv[2]) : 200'000;
@@ -29,43 +80,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (raw) {
-      const DeviceInfo d = select_device().device;
-      native::RawRequests requests(d, false);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (long done = 0; done < n; done += 20'000) {  // as below: the stream ends every 20,000
-        const int batch = int(std::min<long>(20'000, n - done));
-        if (kind == "raw-kernel")
-          requests.kernels(batch);
-        else
-          requests.transfers(batch);
-      }
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), d.name.c_str(), n,
-                  s / double(n) * 1e6);
-      return 0;
-    }
-    ControllerOptions o;
-    o.policy = Policy::async;
-    o.kernel_queues = 1;
-    Controller c(o);
-    Kernel k = c.kernel("hetflow_test.cl", "empty_kernel");
-    Tile<float> x = c.tile<float>(1, "x");
-    x[0] = 1.0f;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < n; ++i) {
-      if (kind == "kernel")
-        c.launch(k, Range(1), io(x));
-      else if (i % 2 == 0)
-        c.move_to(x);
-      else
-        c.move_from(x);
-      if (i % 20'000 == 19'999) c.wait_all();
-    }
-    c.wait_all();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%s on %s: %ld requests, %.3f us per request\n", kind.c_str(), c.device().name.c_str(), n,
-                s / double(n) * 1e6);
+    if (raw)
+      raw_stream(kind, n);
+    else
+      hetflow_stream(kind, n);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_request_stream: %s\n", e.what());
     return 1;
