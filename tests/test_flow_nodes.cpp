@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "analysis/dump_reader.hpp"
+#include "process.hpp"
 #include "support.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/pipelines.hpp"
@@ -492,6 +493,28 @@ TEST_CASE("a join of two kernel branches: flow::merge keeps either branch's fail
   CHECK(dot.find("kernel_node\\nleft\\n12 message(s)") != std::string::npos);
   CHECK(dot.find("f3 -> f4 [label=\"12\"]") != std::string::npos);
   CHECK(dot.find("f0 -> f1 [label=\"12\"]") != std::string::npos);
+}
+
+// The README's two-branch example (tools/examples/join_pipeline.cpp) as a user runs it: a limiter of K
+// blocks in flight, a host node, two kernel nodes at once, a join, a check against the CPU.
+TEST_CASE("the join pipeline example runs, stays within its limiter and checks every block") {
+  const std::string program = test::program_beside_or("join_pipeline", HETFLOW_JOIN_PIPELINE_PATH);
+  const auto ran = test::run_command(program + " 40 5000 3");
+  INFO(ran.output);
+  CHECK(ran.status == 0);
+  CHECK(ran.output.find("40 of 40 blocks of 5000 samples came out") != std::string::npos);
+  CHECK(ran.output.find("every block equal to the CPU's") != std::string::npos);
+  int most = -1;
+  const auto at = ran.output.find("at most ");
+  REQUIRE(at != std::string::npos);
+  most = std::stoi(ran.output.substr(at + 8));
+  CHECK(most >= 1);
+  CHECK(most <= 3);
+
+  const auto bad = test::run_command(program + " 40 lots");
+  CHECK(bad.status == 1);
+  CHECK(bad.output.find("argument 2 must be a count from 1 to") != std::string::npos);
+  CHECK(bad.output.find("'lots'") != std::string::npos);
 }
 
 namespace {
