@@ -71,12 +71,14 @@ int main(int argc, char** argv) {
         auto tile = c.tile<float>(16, "tile");
         auto& into = p == Policy::sync ? sync_s : async_s;
         for (int i = 0; i < n; ++i) {
-          c.host_task("generate", [&, i] { into.push_back(timed_generate(i)); }, out(tile));
+          c.host_task(
+              "generate", [&, i] { into.push_back(timed_generate(i)); }, out(tile));
           c.wait_all();
         }
         if (p == Policy::async) {
           for (int i = 0; i < n; ++i)
-            c.host_task("generate", [&, i] { chained_s.push_back(timed_generate(i)); }, io(tile));
+            c.host_task(
+                "generate", [&, i] { chained_s.push_back(timed_generate(i)); }, io(tile));
           c.wait_all();
         }
       }

@@ -51,7 +51,9 @@ float smoothed(const float* x, int i, int n) {
   return 0.25f * left + 0.5f * x[i] + 0.25f * right;
 }
 
-float sample(std::uint64_t block, int i) { return float((block * 7919u + std::uint64_t(i) * 104729u) % 1000u) * 0.125f; }
+float sample(std::uint64_t block, int i) {
+  return float((block * 7919u + std::uint64_t(i) * 104729u) % 1000u) * 0.125f;
+}
 
 int positive_arg(int argc, char** argv, int index, int fallback) {
   if (argc <= index) return fallback;
