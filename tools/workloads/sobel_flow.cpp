@@ -184,9 +184,11 @@ struct FrameIntake {
                 f.input = std::get<1>(t);
                 return f;
               }),
-        // A .y4m stream is read in frame order: one body at a time, in arrival order (the label is serial).
+        // One body at a time, in arrival order (the label is serial): a .y4m stream is read in frame
+        // order, and generated frames take turns with the whole host arena, as the imperative version's
+        // do — several generations at once share it and all end late (perf/RESULTS.md, 2026-11-26 17:05Z).
         load(g, job.c, [](const Frame& f) { return hf::touch(out(f.input.in)); }, load_frame(job),
-             {.name = "load", .concurrency = job.reader ? std::size_t(1) : std::size_t(unlimited)}),
+             {.name = "load", .concurrency = 1}),
         loaded(g),
         take_work(g),
         with_work(g, serial, with_slot(&Frame::work)) {}
@@ -263,7 +265,7 @@ struct FrameOutlet {
               job.arena->execute([&] { job.sums[f.seq] = host_sum(f.output.out.data(), job.count); });
               if (f.seq + 1 == std::uint64_t(job.frames)) job.last_slot = f.output.slot;
             },
-            {.name = "consume"}),
+            {.name = "consume", .concurrency = 1}),  // the sums take turns too, as the imperative version's
         write(
             g, job.c, [](const Frame& f) { return hf::touch(in(f.output.out)); },
             [writer = job.writer](Frame& f) {
