@@ -3,6 +3,7 @@
 # --repeat 1 --trace t.json`): medians over the frames past the first and last 10 of how long each
 # generation and sum took, how long after its D2H a frame's sum started, what held each generation
 # back, and how busy the copy lanes were. Frame i's H2D and D2H are the i-th after the warm-up's.
+# A flow-graph run (`--flow-graph`) works too: its `load` and `consume` nodes' i-th runs are frame i's.
 #   python3 perf/sobel_trace_frames.py t.json [more.json ...]
 import json, sys, re, statistics as st
 def load(p):
@@ -15,10 +16,13 @@ for p in sys.argv[1:]:
     for e in xs:
         m=re.match(r'(generate|consume) frame (\d+)$', e['name'])
         if m: (gen if m.group(1)=='generate' else con)[int(m.group(2))]=e
+    if not gen:  # the flow graph (--flow-graph): its host nodes take frames one at a time, in order
+        for name, into in (('load', gen), ('consume', con)):
+            for k, e in enumerate(sorted((e for e in xs if e['name'] == name), key=lambda e: e['ts'])): into[k]=e
     h2d=sorted([e for e in xs if e['cat']=='H2D'], key=lambda e:e['ts'])
     d2h=sorted([e for e in xs if e['cat']=='D2H'], key=lambda e:e['ts'])
-    nf=len(gen); slots=len(h2d)-nf
-    h2d=h2d[slots:]; d2h=d2h[len(d2h)-nf:]
+    nf=len(gen); slots=len(set(e['name'] for e in h2d))  # one input image per slot
+    h2d=h2d[len(h2d)-nf:]; d2h=d2h[len(d2h)-nf:]
     t0=gen[0]['ts']; t1=max(con[nf-1]['ts']+con[nf-1]['dur'], 0)
     rng=range(10, nf-10)
     end=lambda e:e['ts']+e['dur']
