@@ -3,7 +3,8 @@
 # --repeat 1 --trace t.json`): medians over the frames past the first and last 10 of how long each
 # generation and sum took, how long after its D2H a frame's sum started, what held each generation
 # back, and how busy the copy lanes were. Frame i's H2D and D2H are the i-th after the warm-up's.
-# A flow-graph run (`--flow-graph`) works too: its `load` and `consume` nodes' i-th runs are frame i's.
+# A flow-graph run (`--flow-graph`) works too: its `load` and `consume` nodes' i-th runs are frame i's
+# (it has no pacing token, so its 'gen start - sum(i-s-1) end' says only how far ahead it ran).
 #   python3 perf/sobel_trace_frames.py t.json [more.json ...]
 import json, sys, re, statistics as st
 def load(p):

@@ -75,10 +75,9 @@ int main(int argc, char** argv) try {
                         detail_k = c.kernel_from_source(kKernels, "detail");
   const hetflow::Range range(static_cast<std::size_t>(n));
 
-  std::atomic<int> entered{0}, most_in_flight{0}, wrong_blocks{0};
+  std::atomic<int> entered{0}, most_in_flight{0}, wrong_blocks{0}, came_out{0};
   std::mutex m;
   std::vector<std::string> failures;
-  std::atomic<int> came_out{0};
 
   graph g;
   input_node<Block> source(g, [&, next = std::uint64_t{0}](tbb::flow_control& fc) mutable {
