@@ -288,7 +288,7 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   if (r->kind == Kind::kernel && chains_launches())
     last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
   bool register_now = false;
-  RequestList held;
+  RequestList held, parked_waits;
   {
     // One lock for all of it: whoever sees the event may complete r, and r's outcome is settled
     // only after its running predecessors' (Engine::settle_running_preds).
@@ -301,7 +301,11 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
       r->watch = Watch::registered;
       register_now = true;
     }
+    if (engine_.any_parked())
+      for (const auto& w : r->waiters)
+        if (w->kind == Kind::wait) parked_waits.push_back(w);
   }
+  for (const auto& w : parked_waits) engine_.wake_parked(*w);
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) engine_.watch(r);  // flushes r's queue
   if (!failed_pred.empty()) engine_.finish(*r, Status::cancelled, "not run: " + failed_pred);

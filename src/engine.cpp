@@ -390,15 +390,17 @@ void Engine::wait_request(RequestPtr w) {
   // its flag and condition variable.
   WaitWork& raw = w->wait();
   submit(w);
-  // The waiting thread helps: it runs the graph's pending tasks (graph_.wait_for_all() returns once
-  // the graph is idle, and the graph's context has concurrent_wait so that is safe while others
-  // put messages), which also keeps progress from depending on a TBB worker waking up — seen
-  // stalled with oneTBB 2021.8 when only an external thread had put work. Then it checks the device
-  // commands it waits for, because callbacks can arrive milliseconds late (NVIDIA) or, for failed
-  // commands, never (PoCL). Sleeps back off from 50 us to 400 us; a prompt completion wakes it.
-  // Where the wait needs a device command that depends on nothing the host must do, the thread
-  // blocks in clWaitForEvents instead: NVIDIA's callbacks come late and a sleep of the backoff
-  // would add to every blocking request under the sync policy (perf/bench_overhead, sync row).
+  // Where the wait needs a device command that is enqueued, the thread blocks in clWaitForEvents:
+  // NVIDIA's callbacks come late and a sleep would add to every blocking request under the sync
+  // policy (perf/bench_overhead, sync row). Otherwise what it waits for needs the graph's tasks
+  // (host tasks, or device commands not yet enqueued): the thread that made the controller runs
+  // them until its wait is released (park). Any other thread helps run the graph's pending tasks
+  // (graph_.wait_for_all() returns once the graph is idle, and the graph's context has
+  // concurrent_wait so that is safe while others put messages), which also keeps progress from
+  // depending on a TBB worker waking up — seen stalled with oneTBB 2021.8 when only an external
+  // thread had put work. Then it checks the device commands it waits for, because callbacks can
+  // arrive milliseconds late (NVIDIA) or, for failed commands, never (PoCL). Sleeps back off from
+  // 50 us to 400 us; a prompt completion wakes it.
   std::unique_lock lock(w->m);
   auto interval = std::chrono::microseconds(50);
   while (!raw.released) {
@@ -419,6 +421,10 @@ void Engine::wait_request(RequestPtr w) {
       if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) continue;
     }
     lock.unlock();
+    if (park(*w)) {
+      lock.lock();
+      continue;
+    }
     // One helper at a time: graph::wait_for_all() writes the graph's own flags on return, so two
     // threads in it at once race (ThreadSanitizer); the others sleep below while one helps.
     help_run_graph();
@@ -429,6 +435,53 @@ void Engine::wait_request(RequestPtr w) {
     raw.released_cv.wait_for(lock, interval, [&raw] { return raw.released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+bool Engine::park(Request& w) {
+  // graph_.wait_for_all(), the way to run graph tasks before, returns only once the whole graph is
+  // idle: a wait for a quick host task took as long as an unrelated one that ran beside it (5 s,
+  // or for ever if that task waited for the program's thread;
+  // tests/test_threads_and_lifetimes.cpp). A
+  // task_group's wait for one deferred task runs the arena's tasks and sleeps in TBB when there are
+  // none, like oneTBB's own waits, and ends when the task is destroyed unrun: by the wait's release,
+  // or once one of its device commands is enqueued (the streaming step), for the thread to block on
+  // that instead. It waits in the thread's own arena, the graph's for the thread that made the engine.
+  if (std::this_thread::get_id() != arena_owner_) return false;
+  WaitWork& raw = w.wait();
+  tbb::task_group_context own_context(tbb::task_group_context::isolated);
+  tbb::task_group parking(own_context);
+  // Counted in before looking (both sequentially consistent, as the streaming step's store of the
+  // event and its look at the count): a command enqueued after the look wakes this wait.
+  struct Counted {
+    std::atomic<unsigned>& n;
+    explicit Counted(std::atomic<unsigned>& count) : n(count) { n.fetch_add(1); }
+    ~Counted() { n.fetch_sub(1); }
+  } counted(parked_);
+  {
+    std::lock_guard own(w.m);
+    if (raw.released || blocking_candidate(raw)) return true;
+    raw.wake = parking.defer([] {});
+  }
+  // Callbacks may come late or (PoCL, a failed command) never: the completion poller checks
+  // meanwhile, as the thread itself would have between its sleeps.
+  poller_.hold();
+  parking.wait();
+  poller_.release();
+  return true;
+}
+
+void Engine::wake_parked(Request& w) {
+  tbb::task_handle wake;
+  {
+    std::lock_guard own(w.m);
+    wake = std::move(w.wait().wake);
+  }
+}
+
+void Engine::join_own_arena() {
+  // A thread that never used TBB belongs to no arena until it runs a task.
+  tbb::task_group first;
+  first.run_and_wait([] {});
 }
 
 void Engine::bind_graph_context() {
@@ -580,11 +633,14 @@ void Engine::ready(const RequestPtr& r) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);
     WaitWork& w = r->wait();
+    tbb::task_handle wake;
     {
       std::lock_guard lock(r->m);
       w.released = true;
+      wake = std::move(w.wake);
     }
     w.released_cv.notify_all();
+    wake = {};  // a parked waiting thread returns (Engine::park)
     return;
   }
   std::string cause;
@@ -646,6 +702,8 @@ void Engine::arm_host_side(const RequestPtr& r) {
     if (flush_only) streaming_step_.flush_lane(p->lane);
   }
   r->preds.clear();
+  // A wait armed after its thread parked: the commands it found enqueued are the thread's to block on.
+  if (r->kind == Kind::wait && any_parked()) wake_parked(*r);
   if (waits_on_device) {  // released by ready() or finish(), which come after the arming ends
     r->holds_poller.store(true, std::memory_order_release);
     poller_.hold();

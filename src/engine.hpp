@@ -14,6 +14,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "completion_poller.hpp"
@@ -134,8 +135,11 @@ class Engine {
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
   void watch(const RequestPtr& device_request);  // register the completion callback once
-  void flush(unsigned lane);                     // clFlush, under driver_lock(); fail_lane if it fails
-  void fail_lane(unsigned lane, cl_int err);     // a failed flush: the controller is lost
+  // A device command was enqueued: the waits parked on it (park) return to block on it instead.
+  bool any_parked() const { return parked_.load() > 0; }
+  void wake_parked(Request& wait);
+  void flush(unsigned lane);                  // clFlush, under driver_lock(); fail_lane if it fails
+  void fail_lane(unsigned lane, cl_int err);  // a failed flush: the controller is lost
   // Checks the watched device commands' status and completes those that ended. Non-blocking: run
   // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
   // completion callbacks milliseconds late.
@@ -183,6 +187,10 @@ class Engine {
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.
   void refuse_blocking_inside_host_task(const std::string& what) const;
+  // The thread that made the engine waits for `wait` as a TBB thread of its arena (the graph's),
+  // running whatever graph tasks come, until the wait is released or one of its device commands is
+  // enqueued; false on any other thread.
+  bool park(Request& wait);
   RequestPtr blocking_candidate(WaitWork& wait);                          // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
@@ -254,6 +262,15 @@ class Engine {
   std::string lost_message_;
   bool steps_on_submitting_thread_ = true;  // unless HETFLOW_DEBUG_STEPS_ON_WORKERS
   unsigned graph_threads_ = 1;
+
+  // The thread that made the engine, whose arena the graph runs in: tbb::flow::graph attaches to the
+  // constructing thread's arena, or makes one of its own if that thread has none yet, so the thread
+  // first joins its own (join_own_arena). Only this thread parks (park()): another would have to
+  // enter the graph's arena, and with every slot taken that hands the wait to a worker, which a host
+  // task blocked on that very thread never frees (tests/test_queue_order.cpp).
+  std::thread::id arena_owner_ = (join_own_arena(), std::this_thread::get_id());
+  static void join_own_arena();
+  std::atomic<unsigned> parked_{0};  // waits parked now: the streaming step wakes them (wake_parked)
 
   // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while
   // callbacks and workers keep putting messages (without the trait it does, on return).

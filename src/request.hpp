@@ -7,6 +7,7 @@
 #include <hetflow/range.hpp>
 #include <hetflow/record.hpp>
 #include <tbb/scalable_allocator.h>
+#include <tbb/task_group.h>
 
 #include <atomic>
 #include <cstdint>
@@ -100,6 +101,11 @@ struct WaitWork {
   // between its polls (Engine::wait_request).
   bool released = false;
   std::condition_variable released_cv;
+  // Under m: while the waiting thread runs graph tasks in its arena until released (Engine::park),
+  // the one task its task_group waits for, never run: destroying it ends that wait. The release
+  // does (Engine::ready), and so does a device command of the wait's being enqueued, so that the
+  // thread goes back to blocking on it (Engine::wake_parked).
+  tbb::task_handle wake;
 };
 using Work = std::variant<TransferWork, KernelWork, HostWork, HookWork, WaitWork>;
 

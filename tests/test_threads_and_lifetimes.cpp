@@ -2,9 +2,13 @@
 // (include/hetflow/controller.hpp), kept by tests. Run under ThreadSanitizer and AddressSanitizer
 // as well as plainly (.ci/run).
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <thread>
+
+#include <tbb/global_control.h>
 
 #include "engine.hpp"
 #include "support.hpp"
@@ -104,6 +108,80 @@ TEST_CASE("several threads submit and wait on one controller at once") {
     for (auto& w : workers) w.join();
     CHECK(wrong == 0);
     CHECK_NOTHROW(c.wait_all());
+  }
+}
+
+// A wait is over when what it waits for is: the program's thread waits for b's requests while an
+// unrelated host task still runs, and only then lets that task end. Waiting threads used to run
+// graph tasks until the whole graph was idle, so the wait lasted as long as the other task (5 s in
+// a program tried by hand, or for ever where that task waits for the program's thread, as here).
+TEST_CASE("a wait ends with its own requests, not with an unrelated host task still running") {
+  for (unsigned queues : {1u, 3u}) {
+    CAPTURE(queues);
+    Controller c(test::options(Policy::async, queues));
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto a = c.tile<float>(64, "a"), b = c.tile<float>(64, "b");
+    std::promise<void> open, started;
+    std::shared_future<void> gate = open.get_future().share();
+    std::atomic<bool> gate_timed_out{false};
+    c.host_task(
+        "waits for the program",
+        [gate, &started, &gate_timed_out] {
+          started.set_value();
+          if (gate.wait_for(std::chrono::seconds(20)) != std::future_status::ready) gate_timed_out = true;
+        },
+        out(a));
+    // On a worker before the program waits: a waiting thread runs the graph's tasks, and this one
+    // must not be among them (controller.hpp, wait()). On 2 cores it holds the only worker, so the
+    // program's thread runs b's host tasks itself.
+    started.get_future().wait();
+    for (int round = 0; round < 3; ++round) {
+      c.host_task(
+          "fill b", [b, round]() mutable { test::fill(b, float(round)); }, out(b));
+      c.wait(b);  // a host task alone
+      CHECK(test::all_equal(b, float(round)));
+      c.move_to(b);
+      c.launch(k, Range(64), io(b), 64, 2.0f);
+      c.move_from(b);
+      c.wait(b);  // device commands enqueued behind a host task
+      CHECK(test::all_equal(b, float(2 * round + 1)));
+    }
+    open.set_value();
+    c.wait_all();
+    CHECK_FALSE(gate_timed_out);
+  }
+}
+
+// With TBB allowed one thread, no worker runs anything: the waiting thread runs the host tasks and
+// the engine's own steps itself, for every kind of wait.
+TEST_CASE("with no TBB worker at all, the waiting thread runs the host tasks itself") {
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  for (Policy p : {Policy::sync, Policy::async}) {
+    CAPTURE(to_string(p));
+    Controller c(test::options(p));
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto t = c.tile<float>(64, "t");
+    const std::thread::id program = std::this_thread::get_id();
+    std::atomic<int> elsewhere{0};
+    for (int round = 0; round < 20; ++round) {
+      c.host_task(
+          "fill",
+          [t, round, program, &elsewhere]() mutable {
+            if (std::this_thread::get_id() != program) ++elsewhere;
+            test::fill(t, float(round));
+          },
+          out(t));
+      c.move_to(t);
+      c.launch(k, Range(64), io(t), 64, 2.0f);
+      c.move_from(t);
+      if (round % 2) {
+        c.wait(t);
+        CHECK(test::all_equal(t, float(2 * round + 1)));
+      }
+    }
+    c.wait_all();
+    CHECK(test::all_equal(t, float(2 * 19 + 1)));
+    CHECK(elsewhere == 0);
   }
 }
 

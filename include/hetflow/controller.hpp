@@ -162,6 +162,9 @@ class Controller {
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
   // used again as if the failed request had never been submitted.
+  // While it waits, the thread that made the controller runs the controller's pending tasks, host
+  // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
+  // does only after its wait. It returns as soon as its requests are done, whatever else still runs.
   template <class T>
   void wait(const Tile<T>& t) {
     (void)t.extent();
