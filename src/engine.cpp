@@ -446,7 +446,7 @@ bool Engine::park(Request& w) {
   // none, like oneTBB's own waits, and ends when the task is destroyed unrun: by the wait's release,
   // or once one of its device commands is enqueued (the streaming step), for the thread to block on
   // that instead. It waits in the thread's own arena, the graph's for the thread that made the engine.
-  if (std::this_thread::get_id() != arena_owner_) return false;
+  if (!parks_here()) return false;
   WaitWork& raw = w.wait();
   tbb::task_group_context own_context(tbb::task_group_context::isolated);
   tbb::task_group parking(own_context);

@@ -137,6 +137,8 @@ class Engine {
   void watch(const RequestPtr& device_request);  // register the completion callback once
   // A device command was enqueued: the waits parked on it (park) return to block on it instead.
   bool any_parked() const { return parked_.load() > 0; }
+  // Whether the calling thread waits by parking in the graph's arena (park()): the one that made the engine.
+  bool parks_here() const { return std::this_thread::get_id() == arena_owner_; }
   void wake_parked(Request& wait);
   void flush(unsigned lane);                  // clFlush, under driver_lock(); fail_lane if it fails
   void fail_lane(unsigned lane, cl_int err);  // a failed flush: the controller is lost

@@ -206,6 +206,7 @@ void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
     graph_held_ = false;
     engine_of(c_).release_graph();
   }
+  end_wake_ = {};  // the parked calling thread returns (run_to_end)
   ended_.notify_all();
   if (!done_) return;
   auto done = std::move(done_);
@@ -507,6 +508,21 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   // checks every millisecond while that one runs the tasks.
   const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
   std::unique_lock lock(m_);
+  // The thread that made the home controller runs graph tasks in its arena until the call ends
+  // (Engine::park's way): graph::wait_for_all() below also waits for every other task of the graph,
+  // and a call beside an unrelated 5 s host task took 5 s (tests/test_parallel_for.cpp).
+  if (engine.parks_here()) {
+    while (!all_ended()) {
+      tbb::task_group_context own_context(tbb::task_group_context::isolated);
+      tbb::task_group parking(own_context);
+      end_wake_ = parking.defer([] {});
+      lock.unlock();
+      parking.wait();
+      lock.lock();
+    }
+    lock.unlock();
+    return end_of_call();
+  }
   while (!all_ended()) {
     lock.unlock();
     if (auto helping = engine.try_to_help()) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <tbb/task_group.h>
+
 #include "device_view.hpp"
 #include "loop_schedulers.hpp"
 
@@ -118,6 +120,9 @@ class LoopState {
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end
   bool graph_held_ = false;          // run's thread holds the home graph open until the call's end
+  // The one task the calling thread's task_group waits for while it runs graph tasks (run_to_end),
+  // never run: the call's end destroys it, which ends that wait.
+  tbb::task_handle end_wake_;
 };
 
 }  // namespace hetflow::detail

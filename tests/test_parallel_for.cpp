@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -180,6 +181,39 @@ TEST_CASE("a chunk that fails stops the loop and is named, nothing hangs and the
   loop(20000);
   std::size_t on_cpu = 0, on_device = 0;
   CHECK(counting.each_once(20000, on_cpu, on_device));
+}
+
+// A call ends with its own chunks: the calling thread used to run the graph's tasks until the whole
+// graph was idle, so a call beside an unrelated host task lasted as long as that task (5 s in a
+// program tried by hand; for ever here, where the task waits for the calling thread).
+TEST_CASE("a loop call ends with its chunks, not with an unrelated host task still running") {
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t n = 10'000;
+  CountingLoop counting(c, n);
+  auto other = c.tile<float>(16, "other");
+  std::promise<void> open, started;
+  std::shared_future<void> gate = open.get_future().share();
+  std::atomic<bool> gate_timed_out{false};
+  c.host_task(
+      "waits for the program",
+      [gate, &started, &gate_timed_out] {
+        started.set_value();
+        if (gate.wait_for(std::chrono::seconds(20)) != std::future_status::ready) gate_timed_out = true;
+      },
+      out(other));
+  started.get_future().wait();  // on a worker, not among the tasks the calling thread runs
+  for (const char* scheduler : {"logfit", "dynamic:512", "static:0.5"}) {
+    CAPTURE(scheduler);
+    for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
+    test::fill(counting.device_hits, 0);
+    HeteroLoop loop(c, counting.body(), {.scheduler = scheduler});
+    loop(n);
+    std::size_t on_cpu = 0, on_device = 0;
+    CHECK(counting.each_once(n, on_cpu, on_device));
+  }
+  open.set_value();
+  c.wait_all();
+  CHECK_FALSE(gate_timed_out);
 }
 
 TEST_CASE("misuse is refused with what is wrong") {
