@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "arena_park.hpp"
 #include "cl_call.hpp"
 #include "driver_lock.hpp"
 #include "log.hpp"
@@ -439,17 +440,14 @@ void Engine::wait_request(RequestPtr w) {
 
 bool Engine::park(Request& w) {
   // graph_.wait_for_all(), the way to run graph tasks before, returns only once the whole graph is
-  // idle: a wait for a quick host task took as long as an unrelated one that ran beside it (5 s,
-  // or for ever if that task waited for the program's thread;
-  // tests/test_threads_and_lifetimes.cpp). A
-  // task_group's wait for one deferred task runs the arena's tasks and sleeps in TBB when there are
-  // none, like oneTBB's own waits, and ends when the task is destroyed unrun: by the wait's release,
-  // or once one of its device commands is enqueued (the streaming step), for the thread to block on
-  // that instead. It waits in the thread's own arena, the graph's for the thread that made the engine.
+  // idle: a wait for a quick host task took as long as an unrelated one that ran beside it (5 s, or
+  // for ever if that task waited for the program's thread; tests/test_threads_and_lifetimes.cpp).
+  // Parked (src/arena_park.hpp), the thread runs the arena's tasks until the wait's release, or one
+  // of its device commands being enqueued (the streaming step), destroys the wake handle; then it
+  // blocks on that command instead. It parks in its own arena, the graph's for the engine's maker.
   if (!parks_here()) return false;
   WaitWork& raw = w.wait();
-  tbb::task_group_context own_context(tbb::task_group_context::isolated);
-  tbb::task_group parking(own_context);
+  ArenaPark parking;
   // Counted in before looking (both sequentially consistent, as the streaming step's store of the
   // event and its look at the count): a command enqueued after the look wakes this wait.
   struct Counted {
@@ -460,7 +458,7 @@ bool Engine::park(Request& w) {
   {
     std::lock_guard own(w.m);
     if (raw.released || blocking_candidate(raw)) return true;
-    raw.wake = parking.defer([] {});
+    raw.wake = parking.wake();
   }
   // Callbacks may come late or (PoCL, a failed command) never: the completion poller checks
   // meanwhile, as the thread itself would have between its sleeps.

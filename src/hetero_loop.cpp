@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "arena_park.hpp"
 #include "engine.hpp"
 #include "log.hpp"
 #include "loop_scheduler_spec.hpp"
@@ -513,9 +514,8 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   // and a call beside an unrelated 5 s host task took 5 s (tests/test_parallel_for.cpp).
   if (engine.parks_here()) {
     while (!all_ended()) {
-      tbb::task_group_context own_context(tbb::task_group_context::isolated);
-      tbb::task_group parking(own_context);
-      end_wake_ = parking.defer([] {});
+      ArenaPark parking;
+      end_wake_ = parking.wake();
       lock.unlock();
       parking.wait();
       lock.lock();
