@@ -12,7 +12,9 @@ namespace hetflow::detail {
 class ArenaPark {
  public:
   // The handle whose destruction ends wait(); one per wait.
-  tbb::task_handle wake() { return group_.defer([] {}); }
+  tbb::task_handle wake() {
+    return group_.defer([] {});
+  }
   void wait() { group_.wait(); }
 
  private:
