@@ -4,6 +4,10 @@
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,33 @@ void change(hetflow::Controller& c, hetflow::Tile<T>& t, T v) {
   c.host_task(
       "change(" + t.name() + ")", [t, v]() mutable { fill(t, v); }, hetflow::out(t));
 }
+
+// A host task on `t` that runs on a TBB worker until the program opens its gate (or 20 s pass):
+// something unrelated still running while the program waits. Made started, so a waiting thread
+// that runs the graph's tasks cannot be the one that took it up.
+class GatedTask {
+ public:
+  template <class T>
+  GatedTask(hetflow::Controller& c, hetflow::Tile<T>& t) {
+    std::promise<void> started;
+    auto on_worker = started.get_future();
+    c.host_task(
+        "waits for the program",
+        [gate = gate_, state = state_, started = std::make_shared<std::promise<void>>(std::move(started))] {
+          started->set_value();
+          if (gate.wait_for(std::chrono::seconds(20)) != std::future_status::ready) *state = true;
+        },
+        hetflow::out(t));
+    on_worker.wait();
+  }
+  void open() { open_.set_value(); }
+  bool timed_out() const { return *state_; }  // the program did not open it in time
+
+ private:
+  std::promise<void> open_;
+  std::shared_future<void> gate_ = open_.get_future().share();
+  std::shared_ptr<std::atomic<bool>> state_ = std::make_shared<std::atomic<bool>>(false);
+};
 
 struct Interval {
   std::int64_t start = -1, end = -1;

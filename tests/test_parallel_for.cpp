@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -191,17 +190,7 @@ TEST_CASE("a loop call ends with its chunks, not with an unrelated host task sti
   constexpr std::size_t n = 10'000;
   CountingLoop counting(c, n);
   auto other = c.tile<float>(16, "other");
-  std::promise<void> open, started;
-  std::shared_future<void> gate = open.get_future().share();
-  std::atomic<bool> gate_timed_out{false};
-  c.host_task(
-      "waits for the program",
-      [gate, &started, &gate_timed_out] {
-        started.set_value();
-        if (gate.wait_for(std::chrono::seconds(20)) != std::future_status::ready) gate_timed_out = true;
-      },
-      out(other));
-  started.get_future().wait();  // on a worker, not among the tasks the calling thread runs
+  test::GatedTask unrelated(c, other);
   for (const char* scheduler : {"logfit", "dynamic:512", "static:0.5"}) {
     CAPTURE(scheduler);
     for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
@@ -211,9 +200,9 @@ TEST_CASE("a loop call ends with its chunks, not with an unrelated host task sti
     std::size_t on_cpu = 0, on_device = 0;
     CHECK(counting.each_once(n, on_cpu, on_device));
   }
-  open.set_value();
+  unrelated.open();
   c.wait_all();
-  CHECK_FALSE(gate_timed_out);
+  CHECK_FALSE(unrelated.timed_out());
 }
 
 TEST_CASE("misuse is refused with what is wrong") {

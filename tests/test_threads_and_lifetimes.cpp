@@ -3,7 +3,6 @@
 // as well as plainly (.ci/run).
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -121,20 +120,10 @@ TEST_CASE("a wait ends with its own requests, not with an unrelated host task st
     Controller c(test::options(Policy::async, queues));
     auto k = c.kernel("hetflow_test.cl", "scale_in_place");
     auto a = c.tile<float>(64, "a"), b = c.tile<float>(64, "b");
-    std::promise<void> open, started;
-    std::shared_future<void> gate = open.get_future().share();
-    std::atomic<bool> gate_timed_out{false};
-    c.host_task(
-        "waits for the program",
-        [gate, &started, &gate_timed_out] {
-          started.set_value();
-          if (gate.wait_for(std::chrono::seconds(20)) != std::future_status::ready) gate_timed_out = true;
-        },
-        out(a));
     // On a worker before the program waits: a waiting thread runs the graph's tasks, and this one
     // must not be among them (controller.hpp, wait()). On 2 cores it holds the only worker, so the
     // program's thread runs b's host tasks itself.
-    started.get_future().wait();
+    test::GatedTask unrelated(c, a);
     for (int round = 0; round < 3; ++round) {
       c.host_task(
           "fill b", [b, round]() mutable { test::fill(b, float(round)); }, out(b));
@@ -146,9 +135,9 @@ TEST_CASE("a wait ends with its own requests, not with an unrelated host task st
       c.wait(b);  // device commands enqueued behind a host task
       CHECK(test::all_equal(b, float(2 * round + 1)));
     }
-    open.set_value();
+    unrelated.open();
     c.wait_all();
-    CHECK_FALSE(gate_timed_out);
+    CHECK_FALSE(unrelated.timed_out());
   }
 }
 
