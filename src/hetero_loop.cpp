@@ -79,6 +79,19 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   device_per_iteration_.assign(devices_.size(), 0.0);
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
+  // Devices of one model run equal work in equal time: what lets the scheduler tell a costly part
+  // of the range from a slow device (RegionWork::same_speed).
+  std::vector<unsigned> kinds(devices_.size());
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    kinds[d] = unsigned(d);
+    for (std::size_t e = 0; e < d; ++e)
+      if (devices_[e]->device().name == devices_[d]->device().name &&
+          devices_[e]->device().platform_name == devices_[d]->device().platform_name) {
+        kinds[d] = kinds[e];
+        break;
+      }
+  }
+  scheduler_->same_kind(kinds);
 }
 
 void LoopState::check_devices(const std::vector<Controller*>& devices) {
@@ -184,7 +197,7 @@ void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const s
     if (cpu)
       scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
     else
-      scheduler_->record_device(unsigned(side_index), chunk.size(), seconds, round_trip);
+      scheduler_->record_device(unsigned(side_index), chunk.begin, chunk.size(), seconds, round_trip);
   }
   std::unique_lock lock(m_);
   if (!cpu && failure.empty() && seconds > 0 && chunk.size() > 0)

@@ -14,6 +14,7 @@ void LoopScheduler::rest_is(std::size_t remaining) {
   // rows are nearly empty, and a rate from them had 29 workers end 4M rows in 0.5 ms, so both GPUs
   // stopped at the call's start and the CPU took 44 ms (simulated SpMV over two GPUs).
   cpu_thr_ = cpu_cost_.rate(call_n_ - remaining, remaining);
+  rest_weight_ = remaining ? rest_work(remaining) / double(remaining) : 1.0;
 }
 
 std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
@@ -34,12 +35,28 @@ void LoopScheduler::record_cpu(std::size_t begin, std::size_t iterations, double
   if (iterations == 0 || !(seconds > 0)) return;
   std::lock_guard lock(m_);
   cpu_cost_.record(begin, iterations, seconds);
+  if (with_devices_) region_.record(devices_, begin, iterations, seconds);  // what the devices' work is measured by
 }
 
-void LoopScheduler::record_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
+void LoopScheduler::record_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds,
+                                  double round_trip) {
   if (iterations == 0 || !(seconds > 0) || d >= devices_) return;
   std::lock_guard lock(m_);
-  on_device(d, iterations, seconds, round_trip > seconds ? round_trip : seconds);
+  on_device(d, begin, iterations, seconds, round_trip > seconds ? round_trip : seconds);
+}
+
+void LoopScheduler::same_kind(const std::vector<unsigned>& kind_of_device) {
+  std::lock_guard lock(m_);
+  // RegionWork's groups: the devices' kinds, a device left out a kind of its own, the CPU another.
+  std::vector<unsigned> group(devices_ + 1);
+  unsigned next = 0;
+  for (unsigned d = 0; d < devices_; ++d) {
+    kind_[d] = d < kind_of_device.size() ? int(kind_of_device[d]) : -1;
+    next = std::max(next, d < kind_of_device.size() ? kind_of_device[d] + 1 : 0u);
+  }
+  for (unsigned d = 0; d < devices_; ++d) group[d] = kind_[d] >= 0 ? unsigned(kind_[d]) : next++;
+  group[devices_] = next;
+  region_.same_speed(std::move(group));
 }
 
 void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu, bool with_devices) {
@@ -48,6 +65,7 @@ void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bo
   with_devices_ = with_devices;
   call_n_ = iterations;
   cpu_cost_.restart(iterations);
+  region_.restart(iterations);
   on_restart(iterations, last_call_seconds);
 }
 
@@ -101,7 +119,7 @@ std::string StaticScheduler::name() const {
   return n + (by_power_ >= 0 && devices_ > 1 ? ", split by the devices' throughput)" : ")");
 }
 
-void StaticScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double) {
+void StaticScheduler::on_device(unsigned d, std::size_t, std::size_t iterations, double seconds, double) {
   device_thr_[d] = double(iterations) / seconds;
 }
 
@@ -202,6 +220,22 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
     if (dev.exploring_chunk == 0) dev.exploring_chunk = explore_from(iterations);
     if (dev.phase == Phase::final) dev.phase = Phase::stable;  // the model holds across calls
   }
+  rework_samples();
+}
+
+void LogFitScheduler::rework_samples() {
+  for (Device& dev : dev_) {
+    for (Sample& x : dev.samples)
+      if (x.seconds > 0 && x.begin < n_) x.throughput = work_of(x.begin, std::min(x.chunk, n_ - x.begin)) / x.seconds;
+    // A sample's work where the range holds little of it is known only roughly: the bottom rows of
+    // Mandelbrot hold 0.2 % of the work, and a thousandth of it misplaced made a sample there 86x
+    // the device's speed, the plan's chunks "slow" against it, and the device explore again (in
+    // simulation). A device is never faster on a smaller chunk: none is taken faster than the
+    // largest, which holds the most work and is known best.
+    if (irregular() && !dev.samples.empty())
+      for (Sample& x : dev.samples) x.throughput = std::min(x.throughput, dev.samples.back().throughput);
+    if (dev.samples.size() >= 2) fit(dev);
+  }
 }
 
 void LogFitScheduler::fit(Device& dev) {
@@ -271,9 +305,10 @@ std::size_t LogFitScheduler::exploring_cut(unsigned d, std::size_t chunk, std::s
   // let a device whose samples had not levelled off take the whole range (simulated, two GPUs:
   // every other call on one of them, 4.2 ms where the split takes 2.9).
   const Device& dev = dev_[d];
+  const double rest = rest_work(remaining);
   auto ends_with_others = [&](std::size_t c) {
-    const double others_end = end_together(now, double(remaining - c), int(d));
-    return !std::isfinite(others_end) || start + double(c) / predicted(dev, c) <= others_end;
+    const double work = front_work(remaining, c), others_end = end_together(now, rest - work, int(d));
+    return !std::isfinite(others_end) || start + work / predicted(dev, c) <= others_end;
   };
   std::size_t lo = std::min<std::size_t>(64, chunk), hi = chunk;
   if (!ends_with_others(lo)) return 0;
@@ -299,7 +334,7 @@ double LogFitScheduler::end_together(double now, double work, int except) const 
   auto capacity = [&](double t) {  // iterations the sides can still take and end by t
     // Whole iterations per worker: 29 workers a third of a Mandelbrot row each by then is no row
     // ended, and the devices, planning on them, left rows to a CPU that could end none in time.
-    double c = double(cpu_workers_) * std::floor(cpu_thr_ * std::max(0.0, t - cpu_start));
+    double c = double(cpu_workers_) * std::floor(cpu_thr_ * std::max(0.0, t - cpu_start)) * rest_weight_;
     for (unsigned d = 0; d < devices_; ++d) {
       const Device& dev = dev_[d];
       if (int(d) != except && !dev.stopped && planned(dev)) c += ends_within(dev, t - start_of_next(dev, now));
@@ -361,8 +396,8 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
       chunk = fits;
     }
     if (dev.phase == Phase::exploration && !(dev.warm_up && dev.in_flight.empty())) dev.exploring_chunk *= 2;
-    const double done = start + (dev.thr > 0 ? double(chunk) / predicted(dev, chunk) : 0);
-    dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated});
+    const double done = start + (dev.thr > 0 ? front_work(remaining, chunk) / predicted(dev, chunk) : 0);
+    dev.in_flight.push_back({chunk, done, dev.in_flight.empty(), first, truncated, dev.phase == Phase::exploration});
     dev.ran_this_call = true;
     return chunk;
   }
@@ -380,13 +415,19 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
                                              : exploring_cut(e, std::min(other.exploring_chunk, remaining), remaining,
                                                              start_of_next(other, now), now));
   }
-  const double rem = std::max(1.0, double(remaining) - reserved), thr = predicted(dev, n_);
+  // In work from here on (RegionWork): the rest's, and what this device would take of it.
+  const double rem = std::max(1.0, rest_work(remaining) - reserved * rest_weight_), thr = predicted(dev, n_);
   const double own_end = dev.in_flight.empty() ? now : dev.in_flight.back().done;
   auto end_if = [&](double x) {  // the call's end if this device takes x now and the others the rest
-    const double mine = x > 0 ? start + x / predicted(dev, std::size_t(std::ceil(x))) : own_end;
+    const double mine = x > 0 ? start + x / predicted(dev, front_within(remaining, x, true)) : own_end;
     const double rest = rem - x;
-    // The others' last chunks are whole iterations: one more iteration on one CPU worker.
-    const double others = end_together(now, rest, int(d)) + (rest > 0 && cpu_thr_ > 0 ? 1 / cpu_thr_ : 0);
+    // The others' last chunks are whole iterations: one more iteration on one CPU worker — where
+    // the CPU takes part in the rest at all. Where it cannot end one iteration by then (a Mandelbrot
+    // row through the set: 26 ms on one core, where two GPUs end the call in 2.2), the others are
+    // devices, and charging them a CPU iteration (20 ms) made every split lose to one GPU taking all.
+    const double together = end_together(now, rest, int(d));
+    const bool cpu_takes_part = rest > 0 && cpu_thr_ > 0 && cpu_thr_ * (together - cpu_free(now)) >= 1;
+    const double others = together + (cpu_takes_part ? 1 / cpu_thr_ : 0);
     return std::max(mine, others);
   };
   const double balanced = std::clamp(ends_within(dev, end_together(now, rem) - start), 0.0, rem);
@@ -405,7 +446,10 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     const double e = end_if(candidate) + (candidate > 0 && candidate < rem ? follow_up : 0.0);
     if (e < best) best = e, x = candidate;
   }
-  if (x < 1) {  // the others end sooner without it: its token stops for this call
+  // Nothing, or less than one iteration's work where the range is regular: the others end sooner
+  // without it, and its token stops for this call.
+  const std::size_t x_iterations = front_within(remaining, x, true);
+  if (x_iterations == 0 || (x < 1 && !irregular())) {
     dev.stopped = true;
     return 0;
   }
@@ -416,11 +460,15 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // simulation, an elbow misjudged at 2K iterations cut a call into hundreds of chunks).
   const double fixed =
       dev.in_flight.empty() ? dev.fixed * (1 / kChunkCostShare - 1) : std::max(dev.fixed, dev.first_fixed);
-  const double least = std::max(double(dev.stable_chunk), thr * fixed);
-  const double chunks = std::max(1.0, std::floor(x / std::max(1.0, least)));
+  // At least the elbow (in iterations: it is how many fill the device) and long enough for its fixed
+  // cost (in work).
+  const double chunks =
+      std::max(1.0, std::floor(std::min(double(x_iterations) / std::max(1.0, double(dev.stable_chunk)),
+                                        x / std::max(1.0, thr * fixed))));
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
-  const std::size_t chunk = round_up_64(std::size_t(std::ceil(x / chunks)), remaining);
-  dev.in_flight.push_back({chunk, start + double(chunk) / predicted(dev, chunk), dev.in_flight.empty(), first, false});
+  const std::size_t chunk = round_up_64(front_within(remaining, x / chunks, true), remaining);
+  dev.in_flight.push_back({chunk, start + front_work(remaining, chunk) / predicted(dev, chunk), dev.in_flight.empty(),
+                           first, false, false});
   dev.ran_this_call = true;
   return chunk;
 }
@@ -449,10 +497,10 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     for (const Device& dev : dev_) {
       if (dev.stopped || dev.thr <= 0) continue;
       const std::size_t c = dev.in_flight.empty() ? dev.exploring_chunk : dev.in_flight.back().chunk;
-      const double t = double(c) / dev.thr;
+      const double t = double(c) * rest_weight_ / dev.thr;
       device_seconds = device_seconds > 0 ? std::min(device_seconds, t) : t;
     }
-    const double until = end_together(now, double(remaining)) - now;
+    const double until = end_together(now, rest_work(remaining)) - now;
     const std::size_t share = std::isfinite(until) ? cpu_within(remaining, until) : remaining;
     chunk = std::min(cpu_within(remaining, device_seconds), share);
   } else {
@@ -463,7 +511,7 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     // rounded to 64: one CPU iteration of Barnes-Hut takes 34 us, 64 of them a tenth of the
     // whole loop on the H200. Measured in the time the iterations at the front of the rest take
     // (CpuCostProfile), not in a mean count: Barnes-Hut's cost differs tenfold by region.
-    const double until = end_together(now, double(remaining)) - now;
+    const double until = end_together(now, rest_work(remaining)) - now;
     const std::size_t by_then = cpu_within(remaining, until);
     const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
     chunk =
@@ -478,18 +526,28 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
   return chunk;
 }
 
-void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
+void LogFitScheduler::on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds,
+                                double round_trip) {
   Device& dev = dev_[d];
-  InFlight chunk{iterations, 0, false, true, false};
+  InFlight chunk{iterations, 0, false, true, false, true};
   if (!dev.in_flight.empty()) {
     chunk = dev.in_flight.front();
     dev.in_flight.erase(dev.in_flight.begin());
   }
-  const double thr = double(iterations) / seconds;
+  // A planned chunk fills the device: its time says what its part of the range costs, slow or not
+  // (a chunk through Mandelbrot's set is slow for where it lies, and that is what is learned).
+  // An exploring chunk may not fill it, unless it is as large as the elbow of a device of its kind.
+  std::size_t filled_from = 0;
+  for (unsigned e = 0; e < devices_; ++e)
+    if (same_kind(d, e) && planned(dev_[e]) && dev_[e].stable_chunk > 0)
+      filled_from = filled_from ? std::min(filled_from, dev_[e].stable_chunk) : dev_[e].stable_chunk;
+  learn_region(d, begin, iterations, seconds,
+               !dev.warm_up && (!chunk.exploring || (filled_from > 0 && iterations >= filled_from)));
   if (dev.warm_up) {  // the loop's first chunk pays start-up costs (compilation, first touch)
     dev.warm_up = false;
     return;
   }
+  const double thr = work_of(begin, iterations) / seconds;
   // What the device spent on the chunk outside its kernel, when nothing else of it was in flight
   // (a queued chunk's round trip holds the wait for the one before): the call's first chunk apart,
   // as it also waited for the call's reads to go over.
@@ -514,9 +572,9 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
         std::find_if(dev.samples.begin(), dev.samples.end(), [&](const Sample& x) { return x.chunk >= iterations; });
     const bool largest = at == dev.samples.end();
     if (!largest && at->chunk == iterations)
-      *at = {iterations, thr};
+      *at = {iterations, thr, begin, seconds};
     else
-      dev.samples.insert(at, {iterations, thr});
+      dev.samples.insert(at, {iterations, thr, begin, seconds});
     const std::size_t k = dev.samples.size();
     auto gain = [&](std::size_t i) {  // relative throughput gain per relative chunk growth
       const double growth = double(dev.samples[i].chunk) / double(dev.samples[i - 1].chunk) - 1.0;
@@ -555,7 +613,7 @@ void LogFitScheduler::on_device(unsigned d, std::size_t iterations, double secon
       dev.samples.erase(it);
       it = std::find_if(dev.samples.begin(), dev.samples.end(), [&](const Sample& s) { return s.chunk > iterations; });
     }
-    dev.samples.insert(it, {iterations, thr});
+    dev.samples.insert(it, {iterations, thr, begin, seconds});
     fit(dev);
     if (dev.threshold > 0 && dev.a > 0) dev.stable_chunk = std::size_t(dev.a / dev.threshold);
     return;
@@ -694,7 +752,7 @@ std::size_t HGuidedScheduler::next_device(unsigned d, std::size_t remaining, dou
   return p;
 }
 
-void HGuidedScheduler::on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) {
+void HGuidedScheduler::on_device(unsigned d, std::size_t, std::size_t iterations, double seconds, double round_trip) {
   // A device's power is what it does with a package large enough to fill it: the best seen. A mean
   // would follow the shrinking packages down (a device runs small ones slowly), shrink its share,
   // and spiral (two devices in simulation: 0.66x one device's speed with a running mean). Each

@@ -15,16 +15,23 @@
 #include <vector>
 
 #include "loop_cpu_cost.hpp"
+#include "loop_region_work.hpp"
 
 namespace hetflow::detail {
 
 class LoopScheduler {
  public:
   LoopScheduler(unsigned cpu_workers, unsigned devices)
-      : cpu_workers_(cpu_workers ? cpu_workers : 1), devices_(devices ? devices : 1) {}
+      : cpu_workers_(cpu_workers ? cpu_workers : 1),
+        devices_(devices ? devices : 1),
+        region_(devices_ + 1),
+        kind_(devices_, -1) {}
   virtual ~LoopScheduler() = default;
   virtual std::string name() const = 0;
   unsigned devices() const { return devices_; }
+  // Devices of one kind (equal numbers: the same model) run a chunk of equal work in equal time
+  // (RegionWork::same_speed). Unset, every device is its own kind.
+  void same_kind(const std::vector<unsigned>& kind_of_device);
 
   // The next chunk for a free CPU worker / device `d`, given the iterations not yet handed out;
   // 0 = none for that side now (its token is dropped for the rest of the call). Never more than
@@ -32,13 +39,14 @@ class LoopScheduler {
   // the rest of the call from it: when each side will be free).
   std::size_t cpu_chunk(std::size_t remaining, double now);
   std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
-  // A chunk of `iterations` ran in `seconds` (devices: from profiling, not host clocks); a CPU
-  // chunk's `begin` places it in the range (its cost there is learned: CpuCostProfile). A device
-  // chunk's `round_trip` is the host's time from its submission to the notice of its end: with
-  // profiling it also holds what the kernel's counters leave out — launch, transfers back, a late
-  // notice — which the device spends idle when one chunk is in flight (0: not known).
+  // A chunk [begin, begin + iterations) ran in `seconds` (devices: from profiling, not host
+  // clocks); where it lies says what its iterations cost there (CpuCostProfile for the CPU,
+  // RegionWork for every side). A device chunk's `round_trip` is the host's time from its
+  // submission to the notice of its end: with profiling it also holds what the kernel's counters
+  // leave out — launch, transfers back, a late notice — which the device spends idle when one chunk
+  // is in flight (0: not known).
   void record_cpu(std::size_t begin, std::size_t iterations, double seconds);
-  void record_device(unsigned d, std::size_t iterations, double seconds, double round_trip = 0);
+  void record_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
   // (0 for the first call), end to end. `with_cpu`: the loop has a CPU body (else no CPU chunk is
   // asked for, and the devices must share the range among themselves). `with_devices`: it has a
@@ -49,7 +57,7 @@ class LoopScheduler {
   // Called under the scheduler's lock; `d` < devices().
   virtual std::size_t next_cpu(std::size_t remaining, double /*now*/) = 0;
   virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
-  virtual void on_device(unsigned, std::size_t, double /*seconds*/, double /*round_trip*/) {}
+  virtual void on_device(unsigned, std::size_t /*begin*/, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   // A loop without a device body: no share to plan, no speed to compare, only the workers to keep
   // busy to the end. Guided self-scheduling — half of an even share of the rest — gives each worker
@@ -68,9 +76,30 @@ class LoopScheduler {
   std::size_t cpu_within(std::size_t remaining, double seconds) const {
     return cpu_cost_.within(call_n_ - remaining, seconds, remaining);
   }
+  // LogFit measures the devices in work, not iterations: an iteration's work is what its part of
+  // the range costs relative to the range's mean (RegionWork), so a device is not judged faster for
+  // having run a cheap part. Over a regular range work and iterations are the same numbers. Of the
+  // `remaining` iterations left: the work of them all, of the next `iterations` of them, and how
+  // many of them from the front hold `work`.
+  double rest_work(std::size_t remaining) const { return region_.work(call_n_ - remaining, remaining); }
+  double front_work(std::size_t remaining, std::size_t iterations) const {
+    return region_.work(call_n_ - remaining, std::min(iterations, remaining));
+  }
+  std::size_t front_within(std::size_t remaining, double work, bool round_up) const {
+    return region_.within(call_n_ - remaining, work, remaining, round_up);
+  }
+  double work_of(std::size_t begin, std::size_t iterations) const { return region_.work(begin, iterations); }
+  // Every device chunk of a call, for RegionWork to learn from once the call is over; `measured`:
+  // it filled the device, so its time is its work's.
+  void learn_region(unsigned d, std::size_t begin, std::size_t iterations, double seconds, bool measured) {
+    region_.record(d, begin, iterations, seconds, measured);
+  }
+  bool irregular() const { return region_.irregular(); }
+  bool same_kind(unsigned d, unsigned e) const { return d == e || (kind_[d] >= 0 && kind_[d] == kind_[e]); }
   const unsigned cpu_workers_;
   const unsigned devices_;
   double cpu_thr_ = 0;
+  double rest_weight_ = 1;  // the mean work of an iteration left (set with cpu_thr_)
 
  private:
   void rest_is(std::size_t remaining);
@@ -79,6 +108,8 @@ class LoopScheduler {
   bool with_devices_ = true;
   std::size_t call_n_ = 0;
   CpuCostProfile cpu_cost_;
+  RegionWork region_;      // sides: the devices, then the CPU
+  std::vector<int> kind_;  // by device (-1: a kind of its own)
 };
 
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
@@ -100,7 +131,7 @@ class StaticScheduler : public LoopScheduler {
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
+  void on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   void set_shares(std::vector<double> shares);
   // `share` for the devices together, divided by their throughput in the previous call.
@@ -157,7 +188,9 @@ class LogFitScheduler : public LoopScheduler {
   enum class Phase { exploration, stable, final };
   struct Sample {
     std::size_t chunk;
-    double throughput;  // iterations per second
+    double throughput;  // work (RegionWork) per second
+    std::size_t begin;  // where it ran, and in what time: its throughput again once the work there
+    double seconds;     // is known better
   };
   // `elbow_gain`: exploring stops once doubling the chunk gains less than this fraction of
   // throughput, twice in a row.
@@ -176,7 +209,7 @@ class LogFitScheduler : public LoopScheduler {
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
+  void on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:
@@ -186,6 +219,7 @@ class LogFitScheduler : public LoopScheduler {
     bool alone;      // no other chunk of the device was in flight when it was handed out
     bool first;      // the call's first: its round trip holds the call's reads going over
     bool truncated;  // exploration: less than the size due, the call's range being smaller
+    bool exploring;  // handed out while exploring: it may not have filled the device
   };
   struct Device {
     Phase phase = Phase::exploration;
@@ -205,6 +239,8 @@ class LogFitScheduler : public LoopScheduler {
     std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so
   };
   void fit(Device& dev);
+  // The samples' throughputs again after what the range's parts cost was learned anew.
+  void rework_samples();
   bool planned(const Device& dev) const { return dev.phase != Phase::exploration && dev.thr > 0; }
   double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
   double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
@@ -243,7 +279,7 @@ class HGuidedScheduler : public LoopScheduler {
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
-  void on_device(unsigned d, std::size_t iterations, double seconds, double round_trip) override;
+  void on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
 
  private:

@@ -220,7 +220,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     if (e.size) {
       for (std::size_t i = e.begin; i < e.begin + e.size; ++i) ++o.runs[i];
       if (device) {
-        s.record_device(d, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
+        s.record_device(d, e.begin, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
         o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
         o.per_device[d] += e.size, ++o.device_chunks_of[d];
         o.device_ends[d] = std::max(o.device_ends[d], e.t);
