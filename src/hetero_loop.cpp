@@ -501,6 +501,7 @@ LoopState::Ended LoopState::end_of_call() {
     sides += (sides.empty() ? "" : ", ") + s.name + " " + std::to_string(s.iterations) + " iterations in " +
              std::to_string(s.chunks) + " chunks";
   log().debug("parallel_for over {}: {}; {}", n_, sides, report_.scheduler);
+  if (log().should_log(spdlog::level::debug)) log().debug("parallel_for: {}", scheduler_->decisions());
   e.report = report_;
   e.failure = first_failure_;
   e.tiles.assign(tiles_[0].begin(), tiles_[0].end());

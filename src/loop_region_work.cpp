@@ -1,6 +1,7 @@
 #include "loop_region_work.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace hetflow::detail {
 
@@ -179,6 +180,17 @@ void RegionWork::learn() {
   }
   for (std::size_t b = 0; b < kBins; ++b)
     prefix_[b + 1] = prefix_[b] + weight_[b] * double(bin_begin(b + 1) - bin_begin(b));
+}
+
+std::string RegionWork::describe() const {
+  if (!irregular_) return "work by region: regular (learned from " + std::to_string(calls_.size()) + " calls)";
+  std::string text = "work by region (1 = the mean) at each tenth of the range:";
+  char w[16];
+  for (int tenth = 0; tenth < 10; ++tenth) {
+    std::snprintf(w, sizeof w, " %.3g", weight_at(n_ * std::size_t(tenth) / 10 + n_ / 20));
+    text += w;
+  }
+  return text + " (learned from " + std::to_string(calls_.size()) + " calls)";
 }
 
 double RegionWork::before(std::size_t i) const {

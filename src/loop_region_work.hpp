@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <string>
 #include <vector>
 
 namespace hetflow::detail {
@@ -58,6 +59,8 @@ class RegionWork {
   std::size_t within(std::size_t begin, double work, std::size_t cap, bool round_up) const;
   // The weight of the bin holding iteration i (1: the mean), for logs and tests.
   double weight_at(std::size_t i) const { return weight_[bin_of(std::min(i, n_ ? n_ - 1 : 0))]; }
+  // What it knows, for the debug log: "regular", or the weights at each tenth of the range.
+  std::string describe() const;
 
  private:
   static constexpr std::size_t kBins = 256;

@@ -59,6 +59,11 @@ void LoopScheduler::same_kind(const std::vector<unsigned>& kind_of_device) {
   region_.same_speed(std::move(group));
 }
 
+std::string LoopScheduler::decisions() const {
+  std::lock_guard lock(m_);
+  return name() + ": " + describe();
+}
+
 void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bool with_cpu, bool with_devices) {
   std::lock_guard lock(m_);
   with_cpu_ = with_cpu;
@@ -221,6 +226,21 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
     if (dev.phase == Phase::final) dev.phase = Phase::stable;  // the model holds across calls
   }
   rework_samples();
+}
+
+std::string LogFitScheduler::describe() const {
+  static const char* const phases[] = {"exploring", "stable", "final"};
+  std::string text;
+  char line[200];
+  for (unsigned d = 0; d < devices_; ++d) {
+    const Device& dev = dev_[d];
+    std::snprintf(line, sizeof line,
+                  "device %u %s, %zu samples, elbow %zu, %.4g work/s, %.3f ms a chunk outside its kernel; ", d,
+                  phases[int(dev.phase)], dev.samples.size(), dev.stable_chunk, dev.thr, dev.fixed * 1e3);
+    text += line;
+  }
+  std::snprintf(line, sizeof line, "a CPU worker %.4g iterations/s on the rest; ", cpu_thr_);
+  return text + line + LoopScheduler::describe();
 }
 
 void LogFitScheduler::rework_samples() {

@@ -32,6 +32,8 @@ class LoopScheduler {
   // Devices of one kind (equal numbers: the same model) run a chunk of equal work in equal time
   // (RegionWork::same_speed). Unset, every device is its own kind.
   void same_kind(const std::vector<unsigned>& kind_of_device);
+  // What it has learned, one line for the debug log (HETFLOW_LOG=debug, at each call's end).
+  std::string decisions() const;
 
   // The next chunk for a free CPU worker / device `d`, given the iterations not yet handed out;
   // 0 = none for that side now (its token is dropped for the rest of the call). Never more than
@@ -59,6 +61,7 @@ class LoopScheduler {
   virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
   virtual void on_device(unsigned, std::size_t /*begin*/, std::size_t, double /*seconds*/, double /*round_trip*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
+  virtual std::string describe() const { return region_.describe(); }  // under the lock
   // A loop without a device body: no share to plan, no speed to compare, only the workers to keep
   // busy to the end. Guided self-scheduling — half of an even share of the rest — gives each worker
   // a large first chunk and ever smaller ones after (about 2 x workers x ln(n / workers) chunks).
@@ -103,7 +106,7 @@ class LoopScheduler {
 
  private:
   void rest_is(std::size_t remaining);
-  std::mutex m_;
+  mutable std::mutex m_;
   bool with_cpu_ = true;
   bool with_devices_ = true;
   std::size_t call_n_ = 0;
@@ -211,6 +214,7 @@ class LogFitScheduler : public LoopScheduler {
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
+  std::string describe() const override;
 
  private:
   struct InFlight {

@@ -42,6 +42,7 @@ TEST_CASE("over a regular range work is the iteration count, exactly") {
     call(r, n, {{n / 3 + std::size_t(k) * 101, 0}, {2 * n / 3, 2}, {n, 1}}, {2e6, 1e6, 4e4}, flat);
   r.restart(n);
   CHECK_FALSE(r.irregular());
+  CHECK(r.describe() == "work by region: regular (learned from 5 calls)");
   CHECK(r.work(12'345, 678) == 678.0);
   CHECK(r.within(12'345, 678.0, n, true) == 678);
   CHECK(r.within(12'345, 677.5, n, true) == 678);
@@ -65,6 +66,9 @@ TEST_CASE("two sides of one kind learn where the work lies, wherever each ran") 
   CHECK(r.work(0, n) == doctest::Approx(double(n)).epsilon(1e-9));
   CHECK(r.weight_at(0) < 0.6);  // the front part's mean: 1536 / 3072
   CHECK(r.weight_at(n - 1) == doctest::Approx(1.3).epsilon(0.01));
+  CHECK(r.describe() ==
+        "work by region (1 = the mean) at each tenth of the range: 0.5 0.5 0.5 0.5 1.3 1.3 1.3 1.3 "
+        "1.3 1.3 (learned from 3 calls)");
   // within() inverts work(): the iterations from the front holding half the range's work.
   const std::size_t half = r.within(0, 0.5 * double(n), n, true);
   CHECK(r.work(0, half) >= 0.5 * double(n));

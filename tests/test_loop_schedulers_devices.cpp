@@ -365,6 +365,7 @@ TEST_CASE("on SpMV's power-law rows LogFit over the CPU and one GPU is not behin
 namespace {
 struct MandelbrotRun {
   Run one, two;
+  std::string decisions;  // the two-GPU scheduler's, after its last call
 };
 MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers, bool one_model) {
   const std::size_t n = 4096;
@@ -383,6 +384,7 @@ MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers
   if (one_model) both->same_kind({0, 0});
   // The first calls learn (with the CPU, the first one probes it: 64 rows a worker, ~0.6 s).
   MandelbrotRun r{run(*alone, one, n, 16, 8), run(*both, two, n, 16, 8)};
+  r.decisions = both->decisions();
   MESSAGE(spec << ", " << workers << " CPU workers, " << std::string(one_model ? "one model" : "models not known")
                << ": one GPU " << r.one.worst * 1e3 << " ms, two " << r.two.worst * 1e3 << " ms (x"
                << r.two.worst / r.one.worst << "; shares " << shares(r.two.worst_call, n) << ")");
@@ -397,6 +399,12 @@ TEST_CASE(
     CAPTURE(workers);
     const MandelbrotRun r = mandelbrot_over_two_gpus("logfit", workers, true);
     CHECK(r.two.each_once);
+    // What the debug log shows of it: each device's model and the work by region. Once the rows
+    // are split at halves call after call, that one edge is most of what the calls teach: the
+    // weights then say how the halves' work compares, not the rows' shape.
+    MESSAGE(r.decisions);
+    CHECK(r.decisions.find("device 1 final") != std::string::npos);
+    CHECK(r.decisions.find("work by region") != std::string::npos);
     for (std::size_t k = 8; k < r.two.calls.size(); ++k) {
       CAPTURE(k);
       CHECK(r.two.calls[k].per_device[0] >= 4096 / 5);
