@@ -186,6 +186,9 @@ class DynamicScheduler : public LoopScheduler {
 //   whichever the model says ends first).
 // Device chunks in flight at once (device_slots > 1) are tracked: a chunk queued behind another
 // starts when that one's kernel ends, so it pays no launch and no notice of its own.
+// Its samples and plans count work, not iterations (RegionWork, learned from the calls): where a
+// loop's iterations cost more in one part of the range than in another (Mandelbrot's rows), a
+// device's throughput by size alone made the one that ran the cheap part look 30-100x faster.
 class LogFitScheduler : public LoopScheduler {
  public:
   enum class Phase { exploration, stable, final };
