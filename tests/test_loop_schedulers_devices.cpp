@@ -367,8 +367,9 @@ struct MandelbrotRun {
   Run one, two;
   std::string decisions;  // the two-GPU scheduler's, after its last call
 };
-MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers, bool one_model) {
-  const std::size_t n = 4096;
+// `noise`: each kernel's time off by up to that fraction either way (a fixed pseudo-random sequence).
+MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers, bool one_model, std::size_t n = 4096,
+                                       int calls = 16, double noise = 0) {
   const double gpu_alone = 4.2e-3, fixed = 0.1e-3;
   auto machine = [&](unsigned gpus, unsigned w) {
     Machine m;
@@ -377,13 +378,26 @@ MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers
     m.cpu_chunk_cost = 5e-6;
     m.cost = mandelbrot_row_cost(n);
     m.devices.assign(gpus, SimDevice(filling(double(n) / (gpu_alone - fixed), 64), 0.25 * fixed, 0.75 * fixed));
+    if (noise > 0) {
+      auto before = std::make_shared<std::vector<double>>(n + 1, 0.0);
+      for (std::size_t i = 0; i < n; ++i) (*before)[i + 1] = (*before)[i] + m.cost(i);
+      auto state = std::make_shared<unsigned>(12345u);
+      const Rate rate = filling(double(n) / (gpu_alone - fixed), 64);
+      for (SimDevice& d : m.devices)
+        d.kernel = [before, state, rate, noise](std::size_t begin, std::size_t size) {
+          *state = *state * 1103515245u + 12345u;
+          const double u = double((*state >> 8) & 0xffff) / 65535.0 * 2 - 1;
+          const double mean = ((*before)[begin + size] - (*before)[begin]) / double(size);
+          return double(size) * mean / rate(size) * (1 + noise * u);
+        };
+    }
     return m;
   };
   const Machine one = machine(1, 0), two = machine(2, workers);
   auto alone = make(spec, one), both = make(spec, two);
   if (one_model) both->same_kind({0, 0});
   // The first calls learn (with the CPU, the first one probes it: 64 rows a worker, ~0.6 s).
-  MandelbrotRun r{run(*alone, one, n, 16, 8), run(*both, two, n, 16, 8)};
+  MandelbrotRun r{run(*alone, one, n, calls, 8), run(*both, two, n, calls, 8)};
   r.decisions = both->decisions();
   MESSAGE(spec << ", " << workers << " CPU workers, " << std::string(one_model ? "one model" : "models not known")
                << ": one GPU " << r.one.worst * 1e3 << " ms, two " << r.two.worst * 1e3 << " ms (x"
@@ -413,6 +427,23 @@ TEST_CASE(
       CHECK(r.two.calls[k].end() <= 0.6 * 4.2e-3);  // 1.67x one GPU's kernels at least
     }
   }
+}
+
+// Kernel times are not exact: with each off by up to 3 % either way, the split still holds once
+// learnt (at 5 %, one call in 25 of one case fell back to one GPU; at 10 % it does not settle:
+// docs/parallel-for.md, "Mandelbrot's rows").
+TEST_CASE("Mandelbrot's rows over two GPUs of one model, kernel times off by up to 3 %: LogFit's split holds") {
+  for (std::size_t n : {std::size_t(4096), std::size_t(16384)})
+    for (unsigned workers : {0u, 29u}) {
+      CAPTURE(n);
+      CAPTURE(workers);
+      const MandelbrotRun r = mandelbrot_over_two_gpus("logfit", workers, true, n, 40, 0.03);
+      CHECK(r.two.each_once);
+      for (std::size_t k = 15; k < r.two.calls.size(); ++k) {
+        CAPTURE(k);
+        CHECK(r.two.calls[k].end() <= 0.65 * 4.2e-3);
+      }
+    }
 }
 
 // Two GPUs not known to be of one model, each keeping to its part of the range (one the cheap top,
