@@ -42,11 +42,11 @@ class LoopScheduler {
   std::size_t cpu_chunk(std::size_t remaining, double now);
   std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
   // A chunk [begin, begin + iterations) ran in `seconds` (devices: from profiling, not host
-  // clocks); where it lies says what its iterations cost there (CpuCostProfile for the CPU,
-  // RegionWork for every side). A device chunk's `round_trip` is the host's time from its
-  // submission to the notice of its end: with profiling it also holds what the kernel's counters
-  // leave out — launch, transfers back, a late notice — which the device spends idle when one chunk
-  // is in flight (0: not known).
+  // clocks); where it lies says what its iterations cost there (CpuCostProfile for the CPU;
+  // RegionWork, from the CPU's chunks and those a scheduler passes on: LogFit's). A device chunk's
+  // `round_trip` is the host's time from its submission to the notice of its end: with profiling it
+  // also holds what the kernel's counters leave out — launch, transfers back, a late notice — which
+  // the device spends idle when one chunk is in flight (0: not known).
   void record_cpu(std::size_t begin, std::size_t iterations, double seconds);
   void record_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip = 0);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
