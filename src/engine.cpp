@@ -321,11 +321,15 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 
 namespace {
 thread_local RequestList* launch_collector = nullptr;
+thread_local RequestList* transfer_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
 }  // namespace
 
-void Engine::collect_launches(RequestList* into) { launch_collector = into; }
+void Engine::collect_commands(RequestList* kernels, RequestList* transfers) {
+  launch_collector = kernels;
+  transfer_collector = transfers;
+}
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
 Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
@@ -347,6 +351,7 @@ void Engine::DeferredBlocking::wait() {
 
 void Engine::submit(RequestPtr r) {
   if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
+  if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
   r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
@@ -410,13 +415,7 @@ void Engine::wait_request(RequestPtr w) {
     // shortest way back.
     if (RequestPtr p = blocking_candidate(raw)) {
       lock.unlock();
-      cl_event ev = p->event.load();
-      cl_int err = CL_SUCCESS;
-      if (!ended_within(ev, std::chrono::microseconds(50))) {
-        auto driver = driver_lock();
-        err = clWaitForEvents(1, &ev);
-      }
-      on_device_complete(p);  // reads the command's own status, failures included
+      const cl_int err = block_on_enqueued(p);
       lock.lock();
       // Any other error leaves the command running: help, poll and sleep as below rather than spin.
       if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) continue;
@@ -436,6 +435,17 @@ void Engine::wait_request(RequestPtr w) {
     raw.released_cv.wait_for(lock, interval, [&raw] { return raw.released; });
     interval = std::min(interval * 2, std::chrono::microseconds(400));
   }
+}
+
+cl_int Engine::block_on_enqueued(const RequestPtr& p) {
+  cl_event ev = p->event.load();  // p, alive here, keeps its event
+  cl_int err = CL_SUCCESS;
+  if (!ended_within(ev, std::chrono::microseconds(50))) {
+    auto driver = driver_lock();
+    err = clWaitForEvents(1, &ev);
+  }
+  on_device_complete(p);  // reads the command's own status, failures included
+  return err;
 }
 
 bool Engine::park(Request& w) {

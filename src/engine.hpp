@@ -59,9 +59,16 @@ class Engine {
   // A command a hook or host task waits for should end about `at`: the completion poller checks
   // then too (CompletionPoller::expect).
   void expect_end(std::chrono::steady_clock::time_point at) { poller_.expect(at); }
-  // While set on a thread, the kernel launches it submits are also appended here: how a loop learns
-  // which commands a device chunk's body launched, to time them by profiling (src/hetero_loop.cpp).
-  static void collect_launches(RequestList* into);
+  // While set on a thread, the kernel launches it submits are also appended to `kernels`, and its
+  // transfers to `transfers` (either may be null): how a loop learns which commands a device chunk's
+  // body launched, to time them by profiling, and which commands end the chunk, for its calling thread
+  // to block on (src/hetero_loop.cpp).
+  static void collect_commands(RequestList* kernels, RequestList* transfers);
+  // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
+  // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at
+  // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns
+  // clWaitForEvents' result (CL_SUCCESS where the command was seen ended first).
+  cl_int block_on_enqueued(const RequestPtr& p);
   // While one is open on a thread, the requests that thread submits are recorded as made by that
   // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a
   // loop's device body makes on the Controller. Nested scopes restore the outer one: under sync a

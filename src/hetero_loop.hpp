@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 
 #include "device_view.hpp"
 #include "loop_schedulers.hpp"
+#include "request.hpp"
 
 namespace hetflow::detail {
 
@@ -86,8 +88,14 @@ class LoopState {
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
-  void device_chunk_synchronously(Chunk chunk);                           // sync policy: from the calling thread
-  std::string side_text(int side) const;  // "cpu", "device", or "device 1 (NAME)" with several
+  // A device chunk's last commands (its transfers back, else its kernels), until its hook runs.
+  void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& commands);
+  // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
+  bool devices_alone() const;
+  // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
+  std::optional<std::pair<unsigned, RequestPtr>> command_to_block_on() const;
+  void device_chunk_synchronously(Chunk chunk);  // sync policy: from the calling thread
+  std::string side_text(int side) const;         // "cpu", "device", or "device 1 (NAME)" with several
 
   std::vector<Controller*> devices_;
   Controller& c_;                                   // the home controller, devices_[0]
@@ -105,11 +113,19 @@ class LoopState {
   std::condition_variable ended_;
   std::size_t n_ = 0, next_ = 0;
   unsigned tokens_ = 0, in_flight_ = 0;
+  unsigned cpu_tokens_ = 0;  // of tokens_
   bool stopping_ = false;
   std::string first_failure_;
   LoopReport report_;
   std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
   std::vector<std::vector<Access>> first_chunk_reads_;       // per device: moved with its first chunk
+  struct ChunkEnds {
+    unsigned device;
+    std::size_t begin;  // the chunk's
+    RequestList commands;
+  };
+  std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
+  bool driver_waits_failed_ = false;   // a clWaitForEvents failed this call: park instead
   // Per device: LoopBody::constants moved there and not changed since. Kept across calls; cleared by
   // constants_changed() and by a failed call (a failed move must not leave the device's image trusted).
   std::vector<char> constants_on_;
