@@ -138,8 +138,10 @@ std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& 
     nodes.push_back(node_json(r));
     for (const auto& e : r.in_edges) edges.push_back(edge_json(e));
   }
-  for (const auto& n : info.flow_nodes)
+  for (const auto& n : info.flow_nodes) {
     flow_nodes.push_back(ojson{{"id", n.id}, {"name", n.name}, {"kind", n.kind}, {"messages", n.messages}});
+    if (!n.state.empty()) flow_nodes.back()["state"] = n.state;
+  }
   for (const auto& e : info.flow_edges)
     flow_edges.push_back(ojson{{"from", e.from}, {"to", e.to}, {"messages", e.messages}});
   std::string out = "{\n";
@@ -471,7 +473,8 @@ std::string to_flow_dot(const std::vector<RequestRecord>& records, const GraphIn
     if (m.failed) label += "\n" + std::to_string(m.failed) + " failed or cancelled";
     const char* colour = n.kind == "kernel_node" ? "#a5d8ff" : n.kind == "parallel_for" ? "#ffd8a8" : "#eebefa";
     dot << "  f" << n.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << colour << "\""
-        << (m.failed ? ", color=\"#e03131\", penwidth=2" : "") << "];\n";
+        << (m.failed ? ", color=\"#e03131\", penwidth=2" : "")
+        << (n.state.empty() ? "" : ", tooltip=\"" + dot_escape(n.state) + "\"") << "];\n";
   }
   for (const auto& e : info.flow_edges)
     dot << "  f" << e.from << " -> f" << e.to << " [label=\"" << e.messages << "\"];\n";

@@ -20,6 +20,12 @@ void FlowTopology::arrived(const std::vector<std::uint32_t>& from, std::uint32_t
   for (auto f : from) ++edges_[{f, to}];
 }
 
+void FlowTopology::describe(std::uint32_t node, std::string state) {
+  std::lock_guard lock(m_);
+  if (node == 0 || node > nodes_.size()) return;
+  nodes_[node - 1].state = std::move(state);
+}
+
 std::vector<FlowNodeRecord> FlowTopology::nodes() const {
   std::lock_guard lock(m_);
   return nodes_;

@@ -20,6 +20,7 @@ class FlowTopology {
   // A message (a loop call) arrived at `to`, having left the nodes `from` last (several after a
   // join and flow::merge; none: it came from no hetflow node).
   void arrived(const std::vector<std::uint32_t>& from, std::uint32_t to);
+  void describe(std::uint32_t node, std::string state);  // FlowNodeRecord::state
   std::vector<FlowNodeRecord> nodes() const;
   std::vector<FlowEdgeRecord> edges() const;
 

@@ -534,7 +534,13 @@ LoopState::Ended LoopState::end_of_call() {
     sides += (sides.empty() ? "" : ", ") + s.name + " " + std::to_string(s.iterations) + " iterations in " +
              std::to_string(s.chunks) + " chunks";
   log().debug("parallel_for over {}: {}; {}", n_, sides, report_.scheduler);
-  if (log().should_log(spdlog::level::debug)) log().debug("parallel_for: {}", scheduler_->decisions());
+  const bool debug = log().should_log(spdlog::level::debug);
+  Engine& home = engine_of(c_);
+  if (debug || home.recording) {
+    const std::string decisions = scheduler_->decisions();
+    if (debug) log().debug("parallel_for: {}", decisions);
+    if (home.recording) home.flow_topology().describe(flow_node_, decisions);
+  }
   e.report = report_;
   e.failure = first_failure_;
   e.tiles.assign(tiles_[0].begin(), tiles_[0].end());

@@ -1,18 +1,22 @@
 // The heterogeneous loop (include/hetflow/parallel_for.hpp, docs/parallel-for.md) on the real engine
 // and the default device: every iteration exactly once on exactly one side, for every scheduler and
 // awkward sizes; results equal to the CPU reference; failures reported, nothing hangs.
+#include <hetflow/dump.hpp>
 #include <hetflow/parallel_for.hpp>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "analysis/dump_reader.hpp"
 #include "process.hpp"
 #include "support.hpp"
 #include "workloads/mandelbrot_loop.hpp"
@@ -239,6 +243,31 @@ TEST_CASE("a loop call ends with its device chunks' last commands, not at the co
       if (call > 0) CHECK(report.seconds < 0.05);
     }
   }
+}
+
+TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
+  ControllerOptions options = test::options(Policy::async);
+  options.record = true;
+  Controller c(options);
+  constexpr std::size_t n = 20'000;
+  CountingLoop counting(c, n);
+  HeteroLoop logfit(c, counting.body(), {.scheduler = "logfit", .cpu_workers = 1});
+  for (int call = 0; call < 3; ++call) logfit(n);
+  HeteroLoop fixed(c, counting.body(), {.scheduler = "static:0.5", .cpu_workers = 1});
+  LoopReport last = fixed(n);
+  const GraphInfo info = graph_info(c);
+  REQUIRE(info.flow_nodes.size() == 2);
+  CHECK(info.flow_nodes[0].kind == "parallel_for");
+  CHECK(info.flow_nodes[0].messages == 3);
+  // LogFit's line: its phase per device and what it measured (LoopScheduler::decisions).
+  CHECK(info.flow_nodes[0].state.find("logfit") != std::string::npos);
+  CHECK(info.flow_nodes[0].state.find("device 0") != std::string::npos);
+  CHECK(info.flow_nodes[0].state.find("work/s") != std::string::npos);
+  CHECK(info.flow_nodes[1].state.rfind(last.scheduler + ": ", 0) == 0);
+  const auto [records, back] = hetflow::from_json(to_json(c.records(), info));
+  REQUIRE(back.flow_nodes.size() == 2);
+  CHECK(back.flow_nodes[0].state == info.flow_nodes[0].state);
+  CHECK(back.flow_nodes[1].state == info.flow_nodes[1].state);
 }
 
 TEST_CASE("misuse is refused with what is wrong") {
@@ -477,6 +506,14 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
   CHECK(logged.status == 0);
   CHECK(logged.output.find("parallel_for: cpu chunk [") != std::string::npos);
   CHECK(logged.output.find("ms, round trip ") != std::string::npos);
+  // hetflow dump says what the loop's scheduler had learned at its last call.
+  const std::string dump =
+      (std::filesystem::temp_directory_path() / ("hetflow_loop_dump_" + std::to_string(::getpid()) + ".json")).string();
+  const auto dumped = test::run_command(cli + " run mandelbrot --size 96 --calls 3 --cpu-workers 1 --dump " + dump +
+                                        " && " + cli + " dump " + dump + " --dot " + dump + ".dot");
+  INFO(dumped.output);
+  CHECK(dumped.status == 0);
+  CHECK(dumped.output.find("parallel_for 'parallel_for' after 3 calls: logfit: device 0 ") != std::string::npos);
   const auto bad = test::run_command(cli + " run barneshut --scheduler fastest");
   INFO(bad.output);
   CHECK(bad.status != 0);

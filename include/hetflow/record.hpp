@@ -49,6 +49,10 @@ struct FlowNodeRecord {
   std::string name;            // NodeOptions::name, or the kernel's name, "host", "to_host", the loop's name
   std::string kind;            // kernel_node, host_node, to_host_node, parallel_for
   std::uint64_t messages = 0;  // messages (loops: calls) it received
+  // A loop (parallel_for, loop_node): what its scheduler decided and had learned at the end of its
+  // last call (the line HETFLOW_LOG=debug prints then: phases, chunk sizes, throughputs, the fit).
+  // Empty for other nodes.
+  std::string state;
 };
 
 // Messages that left one of these nodes and reached another, through whatever plain TBB nodes lie

@@ -172,6 +172,10 @@ void run_dump(const DumpArgs& a) {
                 counted(info.flow_edges.size(), "edge").c_str(), a.flow_graph ? "" : " (--flow-graph draws it)");
   else if (a.flow_graph)
     std::printf("the program used no hetflow flow node or loop: its flow graph is empty\n");
+  for (const auto& n : info.flow_nodes)  // a loop's scheduler at its last call's end
+    if (!n.state.empty())
+      std::printf("%s '%s' after %s: %s\n", n.kind.c_str(), n.name.c_str(),
+                  counted(std::size_t(n.messages), "call").c_str(), n.state.c_str());
   std::fflush(stdout);  // before any error about rendering, which goes to stderr
 
   const bool none = a.svg_opt->count() == 0 && a.png_opt->count() == 0 && a.dot_opt->count() == 0;
