@@ -518,4 +518,13 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
   INFO(bad.output);
   CHECK(bad.status != 0);
   CHECK(bad.output.find("unknown scheduler") != std::string::npos);
+  // Two device chunks in flight, the second queued behind the first.
+  const auto slots = test::run_command(cli + " run spmv --size 10 --calls 3 --device-slots 2 --cpu-workers 1 --verify");
+  INFO(slots.output);
+  CHECK(slots.status == 0);
+  CHECK(slots.output.find("0 beyond tolerance") != std::string::npos);
+  const auto no_chunks = test::run_command(cli + " run sobel --device-slots 2");
+  INFO(no_chunks.output);
+  CHECK(no_chunks.status != 0);
+  CHECK(no_chunks.output.find("--device-slots is for the loop workloads") != std::string::npos);
 }

@@ -36,6 +36,7 @@ struct RunOptions {
   int repeat = 0;                    // runs per policy, alternating; 0: 3 when comparing both policies, else 1
   std::string scheduler = "logfit";  // the loop workloads
   unsigned cpu_workers = 0;
+  unsigned device_slots = 0;  // 0: LoopOptions' default
   bool fast_math = false;
 };
 
@@ -50,6 +51,7 @@ void run_loop_workload(const RunOptions& o) {
   l.devices = o.devices;
   l.scheduler = o.scheduler;
   l.cpu_workers = o.cpu_workers;
+  l.device_slots = o.device_slots;
   l.fast_math = o.fast_math;
   l.verify = o.verify;
   l.dump = o.dump;
@@ -263,6 +265,9 @@ void verify_last(const RunOptions& o, const ProblemSize& size, const workloads::
 }
 
 void run(const RunOptions& o) {
+  if (o.device_slots != 0 && !is_loop(o.workload))
+    throw UsageError("--device-slots is for the loop workloads (mandelbrot, nbody, spmv, barneshut); " + o.workload +
+                     " has no chunks");
   if (!o.devices.empty() && !is_loop(o.workload))
     throw UsageError("--devices is for the loop workloads (mandelbrot, nbody, spmv, barneshut); " + o.workload +
                      " runs on one device (--device)");
@@ -302,6 +307,10 @@ void add_run_command(CLI::App& app) {
                   "loops: CPU chunks at once (most: the TBB threads less one, kept for the devices; default: that, "
                   "less two per device past the first)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--device-slots", o->device_slots,
+                  "loops: device chunks in flight per device, the next one queued behind the one running so its "
+                  "kernel overlaps that one's transfer back (default 1)")
+      ->check(CLI::Range(1, 8));
   cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
   cmd->add_option("--size", o->size,
                   "sobel: 720p|1080p|4k|8k|16k|WxH (default 1080p); jacobi, matpow: N (default 1024, 256); "

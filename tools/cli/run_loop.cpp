@@ -26,7 +26,9 @@ void run_loop(const LoopRunOptions& o) {
   }
   Controller& c = *ctls.front();  // the home controller: the workload's tiles and kernels
   auto w = workloads::make_loop_workload(c, o.workload, o.size, o.fast_math);
-  HeteroLoop loop(list, w->body(), {.scheduler = o.scheduler, .cpu_workers = o.cpu_workers});
+  LoopOptions options{.scheduler = o.scheduler, .cpu_workers = o.cpu_workers};
+  if (o.device_slots != 0) options.device_slots = o.device_slots;
+  HeteroLoop loop(list, w->body(), options);
   std::printf("hetflow run %s on ", w->describe().c_str());
   for (std::size_t d = 0; d < ctls.size(); ++d)
     std::printf("%s%s (%s)", d ? " + " : "", ctls[d]->device().name.c_str(), ctls[d]->device().platform_name.c_str());

@@ -14,6 +14,7 @@ struct LoopRunOptions {
   std::size_t size = 0;  // 0: the workload's default
   int calls = 5;
   unsigned cpu_workers = 0;
+  unsigned device_slots = 0;  // 0: LoopOptions' default
   bool fast_math = false, verify = false;
   std::string dump, trace;
 };
