@@ -182,9 +182,10 @@ bool LoopState::take(int side, Chunk& chunk) {
   return true;
 }
 
-void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList& commands) {
+void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels,
+                                const RequestList& transfers) {
   std::lock_guard lock(m_);
-  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, commands});
+  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers});
   if (devices_alone()) end_wake_ = {};  // a parked calling thread blocks on it instead (run_to_end)
 }
 
@@ -196,8 +197,11 @@ bool LoopState::devices_alone() const {
 
 std::optional<std::pair<unsigned, RequestPtr>> LoopState::command_to_block_on() const {
   if (driver_waits_failed_ || !devices_alone()) return std::nullopt;
+  // While chunks are left to hand out, a device's token goes on at its kernels' end; after that
+  // only the transfers back stand between the call and its end.
+  const bool more = next_ < n_ && !stopping_;
   for (const auto& e : chunk_ends_)
-    for (const auto& r : e.commands)
+    for (const auto& r : more || e.transfers.empty() ? e.kernels : e.transfers)
       if (!r->ended() && r->event.load()) return std::pair{e.device, r};
   return std::nullopt;
 }
@@ -208,24 +212,38 @@ void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses)
 
 void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure,
                             double round_trip) {
+  if (failure.empty()) chunk_measured(side_index, chunk, seconds, round_trip);
+  chunk_back(side_index, chunk, seconds, failure);
+}
+
+void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, double round_trip) {
   const bool cpu = side_index < 0;
   // What the scheduler is told, as it is told it (the call's clock: when the notice came).
   if (log().should_log(spdlog::level::debug))
     log().debug("parallel_for: {} chunk {} ended at {:.3f} ms: {:.3f} ms{}", side_text(side_index), range_text(chunk),
                 seconds_since(started_) * 1e3, seconds * 1e3,
                 cpu ? std::string() : fmt::format(", round trip {:.3f} ms", round_trip * 1e3));
-  if (failure.empty()) {
-    if (cpu)
-      scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
-    else
-      scheduler_->record_device(unsigned(side_index), chunk.begin, chunk.size(), seconds, round_trip);
-  }
+  if (cpu)
+    scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
+  else
+    scheduler_->record_device(unsigned(side_index), chunk.begin, chunk.size(), seconds, round_trip);
+  std::lock_guard lock(m_);
+  if (!cpu && seconds > 0 && chunk.size() > 0)
+    device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
+}
+
+void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure) {
+  std::lock_guard lock(m_);
+  if (first_failure_.empty()) first_failure_ = side_text(side_index) + " chunk " + range_text(chunk) + ": " + failure;
+  stopping_ = true;
+}
+
+void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const std::string& failure) {
+  const bool cpu = side_index < 0;
   std::unique_lock lock(m_);
   if (!cpu)
     std::erase_if(chunk_ends_,
                   [&](const ChunkEnds& e) { return e.device == unsigned(side_index) && e.begin == chunk.begin; });
-  if (!cpu && failure.empty() && seconds > 0 && chunk.size() > 0)
-    device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
   auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
   side.chunks += 1;
@@ -359,16 +377,47 @@ void LoopState::next_device(unsigned d) {
         back.push_back(Access{w.tile, w.box, Role::in});
       }
     }
-    note_chunk_ends(d, chunk, transfers_back.empty() ? *kernels : transfers_back);
-    ctl.submit_hook((view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk),
-                    [this, d, chunk, t0, kernels](const Outcome& o) {
-                      const double round_trip = seconds_since(t0);
-                      const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
-                      kernels->clear();  // their events and arguments go now, not with the hook
-                      chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
-                      next_device(d);
-                    },
-                    std::move(back));
+    note_chunk_ends(d, chunk, *kernels, transfers_back);
+    const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
+    if (transfers_back.empty()) {  // every write device-only: the kernels end the chunk
+      ctl.submit_hook(
+          name,
+          [this, d, chunk, t0, kernels](const Outcome& o) {
+            const double round_trip = seconds_since(t0);
+            const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+            kernels->clear();  // their events and arguments go now, not with the hook
+            chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
+            next_device(d);
+          },
+          std::move(back));
+    } else {
+      // The device's token goes on when the chunk's kernels end, so the next chunk's kernels run
+      // while this one's results come back (with one chunk in flight they waited for that transfer:
+      // Mandelbrot 8192² on one H100, its rows' D2H a third of the call). The chunk ends, for the
+      // call, when they are back.
+      auto seconds = std::make_shared<double>(0.0);
+      std::vector<Access> computed;
+      for (const auto& w : writes) computed.push_back(device_image(Access{w.tile, w.box, Role::in}));
+      ctl.submit_hook(
+          name + " kernels",
+          [this, d, chunk, t0, kernels, seconds](const Outcome& o) {
+            const double round_trip = seconds_since(t0);
+            *seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+            kernels->clear();
+            if (o.ok())
+              chunk_measured(int(d), chunk, *seconds, round_trip);
+            else
+              chunk_failed(int(d), chunk, o.error);
+            next_device(d);
+          },
+          std::move(computed));
+      ctl.submit_hook(
+          name,
+          [this, d, chunk, seconds](const Outcome& o) {
+            chunk_back(int(d), chunk, *seconds, o.ok() ? std::string() : o.error);
+          },
+          std::move(back));
+    }
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after
     // them is not counted: an early check costs one status query, a late notice idles the device).
     if (per_iteration > 0)

@@ -85,11 +85,17 @@ class LoopState {
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
   void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0);
+  // chunk_ended in parts, for a device chunk whose token goes on at its kernels' end: the scheduler
+  // told of its time (chunk_measured) or of its failure (chunk_failed, which stops the hand-out),
+  // then its end once its transfers back are done (chunk_back: the report, in_flight_).
+  void chunk_measured(int side, Chunk chunk, double seconds, double round_trip);
+  void chunk_failed(int side, Chunk chunk, const std::string& failure);
+  void chunk_back(int side, Chunk chunk, double seconds, const std::string& failure);
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
-  // A device chunk's last commands (its transfers back, else its kernels), until its hook runs.
-  void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& commands);
+  // A device chunk's kernels and transfers back, until the transfers' hook runs.
+  void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
   bool devices_alone() const;
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
@@ -122,7 +128,7 @@ class LoopState {
   struct ChunkEnds {
     unsigned device;
     std::size_t begin;  // the chunk's
-    RequestList commands;
+    RequestList kernels, transfers;
   };
   std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
   bool driver_waits_failed_ = false;   // a clWaitForEvents failed this call: park instead

@@ -245,6 +245,47 @@ TEST_CASE("a loop call ends with its device chunks' last commands, not at the co
   }
 }
 
+// The issue's contract: "the output region brought back by a region D2H that overlaps the next chunk's
+// kernel". With one chunk in flight the next chunk used to be launched only once the last one's
+// results were back; now a device's token goes on at its kernels' end. Checked from the OpenCL
+// profiling times: some chunk's kernel runs while the chunk before it is still coming back.
+TEST_CASE("a device chunk's kernel runs while the chunk before it comes back, with one chunk in flight") {
+  ControllerOptions options = test::options(Policy::async);
+  options.record = true;  // and so profiling
+  Controller c(options);
+  constexpr std::size_t n = 8u << 20, chunk = 1u << 20;  // 8 chunks, 4 MB back each
+  auto y = c.tile<float>(n, "y");
+  Kernel half = c.kernel_from_source(
+      "kernel void half_of(global float* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 0.5f * i; }",
+      "half_of");
+  LoopBody body;
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(half, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  HeteroLoop loop(c, body, {.scheduler = "dynamic:" + std::to_string(chunk)});
+  bool overlapped = false;
+  for (int call = 0; call < 3 && !overlapped; ++call) {
+    std::fill(y.data(), y.data() + n, -1.0f);
+    const auto report = loop(n);
+    CHECK(report.sides[1].iterations == n);
+    CHECK(report.sides[1].chunks == n / chunk);
+    bool all = true;
+    for (std::size_t i = 0; i < n; i += 4093) all = all && y[i] == 0.5f * float(i);
+    CHECK(all);
+    std::vector<RequestRecord> kernels, back;
+    for (const auto& r : c.records()) {
+      if (r.kind == "kernel" && r.name == "half_of") kernels.push_back(r);
+      if (r.kind == "D2H") back.push_back(r);
+    }
+    REQUIRE(kernels.size() == back.size());
+    // Chunk k's kernel and transfer back are the kth of each (one kernel queue, one D2H queue).
+    for (std::size_t k = 1; k < kernels.size(); ++k)
+      overlapped = overlapped || kernels[k].start_ns < back[k - 1].end_ns;
+  }
+  CHECK(overlapped);
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;
