@@ -286,6 +286,39 @@ TEST_CASE("a device chunk's kernel runs while the chunk before it comes back, wi
   CHECK(overlapped);
 }
 
+// A device chunk's kernel that faults (HETFLOW_DEBUG_FAULT_KERNEL plays NVIDIA's part, as in
+// tests/test_device_faults.cpp: the launch ends with a fault status and the controller is lost): the
+// call ends, with or without CPU workers (then the calling thread waits in the driver), and says
+// which kernel faulted; nothing hangs.
+TEST_CASE("a device chunk whose kernel faults ends the call with the fault named, with or without a CPU body") {
+  for (bool with_cpu : {false, true}) {
+    CAPTURE(with_cpu);
+    ::setenv("HETFLOW_DEBUG_FAULT_KERNEL", "oob", 1);
+    Controller c(test::options(Policy::async));
+    ::unsetenv("HETFLOW_DEBUG_FAULT_KERNEL");
+    constexpr std::size_t n = 40'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel oob = c.kernel_from_source(
+        "kernel void oob(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }", "oob");
+    LoopBody body;
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(oob, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    if (with_cpu)
+      body.cpu = [&](Chunk ch) {
+        for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
+      };
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    HeteroLoop loop(c, body, {.scheduler = "dynamic:10000", .cpu_workers = 1});
+    try {
+      loop(n);
+      FAIL("the fault was not reported");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("'oob'") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;
