@@ -411,9 +411,14 @@ void LoopState::next_device(unsigned d) {
             next_device(d);
           },
           std::move(computed));
+      auto transfers = std::make_shared<RequestList>(transfers_back);
       ctl.submit_hook(
           name,
-          [this, d, chunk, seconds](const Outcome& o) {
+          [this, d, chunk, seconds, transfers](const Outcome& o) {
+            // How long its results took to come back, by profiling (0: not profiled).
+            const double back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
+            transfers->clear();
+            if (o.ok()) scheduler_->record_transfer_back(d, chunk.size(), back_seconds);
             chunk_back(int(d), chunk, *seconds, o.ok() ? std::string() : o.error);
           },
           std::move(back));

@@ -45,6 +45,12 @@ void LoopScheduler::record_device(unsigned d, std::size_t begin, std::size_t ite
   on_device(d, begin, iterations, seconds, round_trip > seconds ? round_trip : seconds);
 }
 
+void LoopScheduler::record_transfer_back(unsigned d, std::size_t iterations, double seconds) {
+  if (iterations == 0 || !(seconds > 0) || d >= devices_) return;
+  std::lock_guard lock(m_);
+  on_transfer_back(d, iterations, seconds);
+}
+
 void LoopScheduler::same_kind(const std::vector<unsigned>& kind_of_device) {
   std::lock_guard lock(m_);
   // RegionWork's groups: the devices' kinds, a device left out a kind of its own, the CPU another.
@@ -179,6 +185,9 @@ namespace {
 // this share of its time: on the H200 that cost is 0.2-1 ms, 1-5 % of a whole loop, and the chunks'
 // costs add up (5 % each made 3 chunks and 5 % in all where one chunk was 1 % in simulation).
 constexpr double kChunkCostShare = 0.01;
+// A share is cut into at most this many chunks to hide its transfer back: each more saves less
+// (the last chunk's 1/k of it) and costs a chunk.
+constexpr double kMostChunksForTheTransferBack = 8;
 // Exploration starts at this fraction of the first call's range: the doublings cover any range in
 // about ten chunks, each a round trip, and start small enough to find an elbow below it.
 constexpr std::size_t kExplorationStart = 1024;
@@ -235,9 +244,14 @@ std::string LogFitScheduler::describe() const {
   for (unsigned d = 0; d < devices_; ++d) {
     const Device& dev = dev_[d];
     std::snprintf(line, sizeof line,
-                  "device %u %s, %zu samples, elbow %zu, %.4g work/s, %.3f ms a chunk outside its kernel; ", d,
+                  "device %u %s, %zu samples, elbow %zu, %.4g work/s, %.3f ms a chunk outside its kernel", d,
                   phases[int(dev.phase)], dev.samples.size(), dev.stable_chunk, dev.thr, dev.fixed * 1e3);
     text += line;
+    if (dev.back > 0) {
+      std::snprintf(line, sizeof line, ", %.3g us per iteration back", dev.back * 1e6);
+      text += line;
+    }
+    text += "; ";
   }
   std::snprintf(line, sizeof line, "a CPU worker %.4g iterations/s on the rest; ", cpu_thr_);
   return text + line + LoopScheduler::describe();
@@ -482,9 +496,32 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
       dev.in_flight.empty() ? dev.fixed * (1 / kChunkCostShare - 1) : std::max(dev.fixed, dev.first_fixed);
   // At least the elbow (in iterations: it is how many fill the device) and long enough for its fixed
   // cost (in work).
-  const double chunks =
-      std::max(1.0, std::floor(std::min(double(x_iterations) / std::max(1.0, double(dev.stable_chunk)),
-                                        x / std::max(1.0, thr * fixed))));
+  double chunks = std::max(1.0, std::floor(std::min(double(x_iterations) / std::max(1.0, double(dev.stable_chunk)),
+                                                    x / std::max(1.0, thr * fixed))));
+  // A chunk's results come back while the device's next kernel runs (its token goes on at its
+  // kernels' end), but its last chunk's transfer back overlaps nothing of its own: a share whose
+  // transfer back is long is cut into the k chunks whose kernels (each at its size's throughput),
+  // k - 1 more chunk costs and 1/k of that transfer end soonest (Mandelbrot 8192² on one H100, one
+  // chunk: a fifth of the call was its rows coming back). Not behind a queued chunk, whose transfer
+  // back already overlaps the next kernel.
+  if (dev.back > 0 && dev.in_flight.empty() && chunks < kMostChunksForTheTransferBack) {
+    const double back = dev.back * double(x_iterations), step = std::max(0.0, dev.fixed);
+    auto end = [&](double k) {
+      const auto piece = std::max<std::size_t>(1, std::size_t(double(x_iterations) / k));
+      return x / std::max(1e-12, predicted(dev, piece)) + (k - 1) * step + back / k;
+    };
+    double soonest = end(chunks), cut = chunks;
+    for (double k = chunks + 1; k <= kMostChunksForTheTransferBack && k <= double(x_iterations); ++k)
+      if (const double e = end(k); e < soonest) soonest = e, cut = k;
+    // Cut, the rest of its share is handed out again at its next request, the CPU workers asking
+    // meanwhile: only where none of them could end an iteration of that rest before the device's
+    // share would end (SpMV 2^24 on one H100: the workers took 1.5M light rows at the back and the
+    // call went from 8.6 to 14-16 ms, where Mandelbrot's middle rows are beyond them).
+    const std::size_t first_piece = front_within(remaining, x / cut, true);
+    const bool cpu_would_join = cpu_runs() && cpu_thr_ > 0 && first_piece < remaining &&
+                                cpu_within(remaining - first_piece, start + soonest - cpu_free(now)) > 0;
+    if (!cpu_would_join) chunks = cut;
+  }
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
   const std::size_t chunk = round_up_64(front_within(remaining, x / chunks, true), remaining);
   dev.in_flight.push_back({chunk, start + front_work(remaining, chunk) / predicted(dev, chunk), dev.in_flight.empty(),
@@ -544,6 +581,10 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
   chunk = std::min(chunk, remaining);
   cpu_given_seconds_ += cpu_thr_ > 0 ? cpu_seconds(remaining, chunk) : 0.0;
   return chunk;
+}
+
+void LogFitScheduler::on_transfer_back(unsigned d, std::size_t iterations, double seconds) {
+  blend(dev_[d].back, seconds / double(iterations));
 }
 
 void LogFitScheduler::on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds,

@@ -49,6 +49,10 @@ class LoopScheduler {
   // the device spends idle when one chunk is in flight (0: not known).
   void record_cpu(std::size_t begin, std::size_t iterations, double seconds);
   void record_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip = 0);
+  // A device chunk of `iterations` came back (its transfers back, by profiling) in `seconds`. The
+  // device's next kernel runs meanwhile, but nothing hides its last chunk's: LogFit splits a share
+  // whose transfer back would hold the call's end.
+  void record_transfer_back(unsigned d, std::size_t iterations, double seconds);
   // A new call of the same loop over `iterations`; the previous call took `last_call_seconds`
   // (0 for the first call), end to end. `with_cpu`: the loop has a CPU body (else no CPU chunk is
   // asked for, and the devices must share the range among themselves). `with_devices`: it has a
@@ -60,6 +64,7 @@ class LoopScheduler {
   virtual std::size_t next_cpu(std::size_t remaining, double /*now*/) = 0;
   virtual std::size_t next_device(unsigned d, std::size_t remaining, double /*now*/) = 0;
   virtual void on_device(unsigned, std::size_t /*begin*/, std::size_t, double /*seconds*/, double /*round_trip*/) {}
+  virtual void on_transfer_back(unsigned, std::size_t /*iterations*/, double /*seconds*/) {}
   virtual void on_restart(std::size_t /*iterations*/, double /*last_call_seconds*/) {}
   virtual std::string describe() const { return region_.describe(); }  // under the lock
   // A loop without a device body: no share to plan, no speed to compare, only the workers to keep
@@ -216,6 +221,7 @@ class LogFitScheduler : public LoopScheduler {
   std::size_t next_cpu(std::size_t remaining, double now) override;
   std::size_t next_device(unsigned d, std::size_t remaining, double now) override;
   void on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds, double round_trip) override;
+  void on_transfer_back(unsigned d, std::size_t iterations, double seconds) override;
   void on_restart(std::size_t iterations, double last_call_seconds) override;
   std::string describe() const override;
 
@@ -241,6 +247,7 @@ class LogFitScheduler : public LoopScheduler {
     double thr = 0;                        // of its latest chunk
     double fixed = 0;                      // seconds a chunk alone in flight costs outside its kernel
     double first_fixed = 0;                // the same for a call's first chunk, which also waits for the reads
+    double back = 0;                       // seconds per iteration to bring a chunk's results back (0: none seen)
     int worse_calls = 0;                   // calls in a row whose judged chunks were mostly slow
     int judged_good = 0, judged_slow = 0;  // this call's
     std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so

@@ -54,6 +54,10 @@ struct SimDevice {
   // When set, a chunk's kernel time from where it lies, not from `rate` and the mean cost: a
   // kernel giving each iteration a work-item lasts at least as long as its costliest iteration.
   std::function<double(std::size_t begin, std::size_t size)> kernel;
+  // Seconds per iteration to bring a chunk's results back once its kernel has ended, one chunk after
+  // another (a D2H queue), while its token goes on (LoopState::next_device): the call ends when the
+  // last chunk is back. Reported to the scheduler as LoopState does (record_transfer_back).
+  double back = 0;
 };
 
 struct Machine {
@@ -196,6 +200,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     int agent;          // < 0: a token of device -agent-1; else a CPU worker
     std::size_t begin = 0, size = 0;
     double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
+    double back_end = 0;               // when its results are back (SimDevice::back; 0: nothing to bring)
     bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
@@ -205,6 +210,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
   for (unsigned w = 0; w < m.workers; ++w) events.push({0.0, order++, int(w)});
   std::size_t tokens = events.size();
   std::vector<double> device_free(m.devices.size(), 0.0);    // when its queue's last kernel ends
+  std::vector<double> back_free(m.devices.size(), 0.0);      // when its last transfer back ends
   std::vector<bool> copied(m.devices.size(), false);         // its first chunk of the call went
   std::vector<double> cost_before(m.cost ? n + 1 : 0, 0.0);  // cost_before[i]: iterations [0, i) in mean costs
   for (std::size_t i = 0; m.cost && i < n; ++i) cost_before[i + 1] = cost_before[i] + m.cost(i);
@@ -224,6 +230,11 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
         o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
         o.per_device[d] += e.size, ++o.device_chunks_of[d];
         o.device_ends[d] = std::max(o.device_ends[d], e.t);
+        if (e.back_end > 0) {
+          s.record_transfer_back(d, e.size, m.devices[d].back * double(e.size));
+          o.device_end = std::max(o.device_end, e.back_end);
+          o.device_ends[d] = std::max(o.device_ends[d], e.back_end);
+        }
       } else {
         s.record_cpu(e.begin, e.size, double(e.size) * mean_cost(e.begin, e.size) / m.cpu_rate);
         o.cpu_end = std::max(o.cpu_end, e.t), o.cpu_iterations += e.size, ++o.cpu_chunks;
@@ -244,8 +255,10 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
       if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;
+      double back_end = 0;
+      if (dev.back > 0) back_free[d] = back_end = std::max(start + kernel, back_free[d]) + dev.back * double(chunk);
       const double late = dev.late ? dev.late() : 0.0;
-      events.push({start + kernel + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel});
+      events.push({start + kernel + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel, back_end});
     } else {
       events.push({e.t + m.cpu_chunk_cost + double(chunk) * mean_cost(cursor, chunk) / m.cpu_rate, order++, e.agent,
                    cursor, chunk});

@@ -129,6 +129,38 @@ TEST_CASE("LogFit finds the elbow, goes stable, and its final phase ends both si
   CHECK(efficiency >= 0.9);
 }
 
+// A device whose chunks' results take a while to come back (Mandelbrot 8192² on one H100: a fifth of
+// the call): the next chunk's kernel hides a chunk's transfer back, but nothing hides the last one's,
+// so LogFit cuts a share whose transfer back would hold the call's end. Here the device's share is
+// 8 ms of kernels and 3.2 ms of transfers back, a chunk costs 70 us besides: in one chunk the call
+// takes 11.3 ms; in k, 8 + 0.07 (k - 1) + 3.2 / k. The CPU workers, where there are any, cannot end
+// an iteration within the call (as Mandelbrot's middle rows on one core): the share is cut only then,
+// since the rest of it is handed out again and the workers may take from it.
+TEST_CASE("LogFit cuts a device's share where its transfer back would hold the call's end") {
+  for (unsigned workers : {0u, 4u}) {
+    CAPTURE(workers);
+    Machine m;
+    m.workers = workers;
+    m.cpu_rate = 50;  // 20 ms an iteration
+    m.devices = {SimDevice(filling(1e9, 1 << 14), 20e-6, 50e-6)};
+    m.devices[0].back = 0.4e-9;
+    const std::size_t n = 8'000'000;
+    LogFitScheduler lf(workers);
+    double last = 0;
+    Outcome o;
+    for (int call = 0; call < 12; ++call) {
+      o = simulate(lf, m, n, last);
+      CHECK(each_once(o));
+      last = o.end();
+    }
+    const double kernels = double(o.device_iterations) / 1e9, back = 0.4e-9 * double(o.device_iterations);
+    MESSAGE(workers << " CPU workers: the call " << o.end() * 1e3 << " ms, " << o.device_chunks << " device chunks, "
+                    << lf.decisions());
+    CHECK(o.device_chunks >= 3);
+    CHECK(o.end() <= kernels + 0.5 * back);
+  }
+}
+
 TEST_CASE("LogFit explores again when the device's behaviour changes") {
   Machine m;
   m.workers = 8;

@@ -397,7 +397,7 @@ MandelbrotRun mandelbrot_over_two_gpus(const std::string& spec, unsigned workers
   auto alone = make(spec, one), both = make(spec, two);
   if (one_model) both->same_kind({0, 0});
   // The first calls learn (with the CPU, the first one probes it: 64 rows a worker, ~0.6 s).
-  MandelbrotRun r{run(*alone, one, n, calls, 8), run(*both, two, n, calls, 8)};
+  MandelbrotRun r{run(*alone, one, n, calls, 8), run(*both, two, n, calls, 8), {}};
   r.decisions = both->decisions();
   MESSAGE(spec << ", " << workers << " CPU workers, " << std::string(one_model ? "one model" : "models not known")
                << ": one GPU " << r.one.worst * 1e3 << " ms, two " << r.two.worst * 1e3 << " ms (x"
