@@ -501,9 +501,9 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // A chunk's results come back while the device's next kernel runs (its token goes on at its
   // kernels' end), but its last chunk's transfer back overlaps nothing of its own: a share whose
   // transfer back is long is cut into the k chunks whose kernels (each at its size's throughput),
-  // k - 1 more chunk costs and 1/k of that transfer end soonest (Mandelbrot 8192² on one H100, one
-  // chunk: a fifth of the call was its rows coming back). Not behind a queued chunk, whose transfer
-  // back already overlaps the next kernel.
+  // k - 1 more chunk costs and 1/k of that transfer end soonest (Mandelbrot 8192² on one H100: 14.9
+  // ms a call in one chunk, 12.4 with two in flight overlapping their transfers back). Not behind a
+  // queued chunk, whose transfer back already overlaps the next kernel.
   if (dev.back > 0 && dev.in_flight.empty() && chunks < kMostChunksForTheTransferBack) {
     const double back = dev.back * double(x_iterations), step = std::max(0.0, dev.fixed);
     auto end = [&](double k) {

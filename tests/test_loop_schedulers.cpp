@@ -129,7 +129,7 @@ TEST_CASE("LogFit finds the elbow, goes stable, and its final phase ends both si
   CHECK(efficiency >= 0.9);
 }
 
-// A device whose chunks' results take a while to come back (Mandelbrot 8192² on one H100: a fifth of
+// A device whose chunks' results take a while to come back (Mandelbrot 8192² on one H100: a sixth of
 // the call): the next chunk's kernel hides a chunk's transfer back, but nothing hides the last one's,
 // so LogFit cuts a share whose transfer back would hold the call's end. Here the device's share is
 // 8 ms of kernels and 3.2 ms of transfers back, a chunk costs 70 us besides: in one chunk the call
