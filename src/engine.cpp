@@ -448,6 +448,20 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
   return err;
 }
 
+void Engine::sleep_until_ended(const RequestPtr& p, std::chrono::microseconds step) {
+  cl_event ev = p->event.load();  // p, alive here, keeps its event
+  for (;;) {
+    if (p->ended()) return;  // seen by another thread, which completed it
+    cl_int status = CL_QUEUED;
+    // A failing query is the driver reporting a fault (Engine::command_status): ended.
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS ||
+        status <= CL_COMPLETE)
+      break;
+    std::this_thread::sleep_for(step);
+  }
+  on_device_complete(p);  // reads the command's own status, failures included
+}
+
 bool Engine::park(Request& w) {
   // graph_.wait_for_all(), the way to run graph tasks before, returns only once the whole graph is
   // idle: a wait for a quick host task took as long as an unrelated one that ran beside it (5 s, or

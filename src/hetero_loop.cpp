@@ -17,6 +17,10 @@
 namespace hetflow::detail {
 
 namespace {
+// How often the calling thread looks at the command that ends a device chunk, once it watches them
+// (run_to_end): a sleep this short lasts ~60 us on Linux (the timer's slack), a look ~1 us.
+constexpr std::chrono::microseconds kEndWatchStep{20};
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -172,7 +176,7 @@ bool LoopState::take(int side, Chunk& chunk) {
   if (size == 0) {
     log().debug("parallel_for: a {} token stops, {} iterations left", side_text(side), remaining);
     --tokens_;
-    if (cpu && --cpu_tokens_ == 0 && !chunk_ends_.empty()) end_wake_ = {};  // run_to_end may block now
+    if (cpu && --cpu_tokens_ == 0 && !chunk_ends_.empty()) end_wake_ = {};  // run_to_end may watch now
     return false;
   }
   chunk = Chunk{next_, next_ + size};
@@ -186,7 +190,7 @@ void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList&
                                 const RequestList& transfers) {
   std::lock_guard lock(m_);
   chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers});
-  if (devices_alone()) end_wake_ = {};  // a parked calling thread blocks on it instead (run_to_end)
+  if (devices_alone()) end_wake_ = {};  // a parked calling thread watches it instead (run_to_end)
 }
 
 bool LoopState::devices_alone() const {
@@ -195,8 +199,8 @@ bool LoopState::devices_alone() const {
   return cpu_tokens_ == 0 || next_ >= n_ || stopping_;
 }
 
-std::optional<std::pair<unsigned, RequestPtr>> LoopState::command_to_block_on() const {
-  if (driver_waits_failed_ || !devices_alone()) return std::nullopt;
+std::optional<std::pair<unsigned, RequestPtr>> LoopState::command_to_watch() const {
+  if (!devices_alone()) return std::nullopt;
   // While chunks are left to hand out, a device's token goes on at its kernels' end; after that
   // only the transfers back stand between the call and its end.
   const bool more = next_ < n_ && !stopping_;
@@ -468,7 +472,6 @@ void LoopState::begin(std::size_t n) {
     stopping_ = false;
     first_failure_.clear();
     chunk_ends_.clear();
-    driver_waits_failed_ = false;
     tiles_.assign(devices_.size(), {});
     first_chunk_reads_.assign(devices_.size(), {});
     report_ = LoopReport{};
@@ -621,15 +624,14 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   // and a call beside an unrelated 5 s host task took 5 s (tests/test_parallel_for.cpp).
   if (engine.parks_here()) {
     while (!all_ended()) {
-      // The call's last device chunks: the thread blocks in the driver on what ends them, which
-      // tells it at once, where NVIDIA's callbacks and the completion poller's checks came up to a
-      // millisecond late (a 6 ms SpMV call over two H100s ended ~1 ms after its last D2H).
-      if (auto blocking = command_to_block_on()) {
+      // The call's last device chunks: the thread watches what ends them, which tells it within
+      // tens of microseconds, where NVIDIA's callbacks and the completion poller's checks came up to
+      // a millisecond late (a 6 ms SpMV call over two H100s ended ~1 ms after its last D2H). It
+      // sleeps between looks: NVIDIA's clWaitForEvents would keep a core busy meanwhile.
+      if (auto watching = command_to_watch()) {
         lock.unlock();
-        const cl_int err = engine_of(*devices_[blocking->first]).block_on_enqueued(blocking->second);
+        engine_of(*devices_[watching->first]).sleep_until_ended(watching->second, kEndWatchStep);
         lock.lock();
-        // Any other error leaves the command running: park as before rather than spin on it.
-        if (err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) driver_waits_failed_ = true;
         continue;
       }
       ArenaPark parking;

@@ -99,7 +99,7 @@ class LoopState {
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
   bool devices_alone() const;
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
-  std::optional<std::pair<unsigned, RequestPtr>> command_to_block_on() const;
+  std::optional<std::pair<unsigned, RequestPtr>> command_to_watch() const;
   void device_chunk_synchronously(Chunk chunk);  // sync policy: from the calling thread
   std::string side_text(int side) const;         // "cpu", "device", or "device 1 (NAME)" with several
 
@@ -131,7 +131,6 @@ class LoopState {
     RequestList kernels, transfers;
   };
   std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
-  bool driver_waits_failed_ = false;   // a clWaitForEvents failed this call: park instead
   // Per device: LoopBody::constants moved there and not changed since. Kept across calls; cleared by
   // constants_changed() and by a failed call (a failed move must not leave the device's image trusted).
   std::vector<char> constants_on_;

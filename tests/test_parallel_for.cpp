@@ -211,7 +211,7 @@ TEST_CASE("a loop call ends with its chunks, not with an unrelated host task sti
 
 // NVIDIA's completion callbacks come up to milliseconds late, and the completion poller looks only
 // now and then: a 6 ms SpMV call over two H100s ended ~1 ms after its last transfer back. Once no
-// CPU chunk can start, the calling thread blocks in the driver on what ends the device chunks. Here
+// CPU chunk can start, the calling thread watches what ends the device chunks. Here
 // the callbacks are dropped and the poller looks every 100 ms: a call noticed by the poller alone
 // lasts 100 ms or more, one that blocks lasts what its chunks take (~1 ms on PoCL).
 TEST_CASE("a loop call ends with its device chunks' last commands, not at the completion poller's next look") {
@@ -288,7 +288,7 @@ TEST_CASE("a device chunk's kernel runs while the chunk before it comes back, wi
 
 // A device chunk's kernel that faults (HETFLOW_DEBUG_FAULT_KERNEL plays NVIDIA's part, as in
 // tests/test_device_faults.cpp: the launch ends with a fault status and the controller is lost): the
-// call ends, with or without CPU workers (then the calling thread waits in the driver), and says
+// call ends, with or without CPU workers (then the calling thread watches the chunks' ends), and says
 // which kernel faulted; nothing hangs.
 TEST_CASE("a device chunk whose kernel faults ends the call with the fault named, with or without a CPU body") {
   for (bool with_cpu : {false, true}) {
