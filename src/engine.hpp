@@ -62,7 +62,7 @@ class Engine {
   // While set on a thread, the kernel launches it submits are also appended to `kernels`, and its
   // transfers to `transfers` (either may be null): how a loop learns which commands a device chunk's
   // body launched, to time them by profiling, and which commands end the chunk, for its calling thread
-  // to block on (src/hetero_loop.cpp).
+  // to watch (src/hetero_loop.cpp).
   static void collect_commands(RequestList* kernels, RequestList* transfers);
   // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
   // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at

@@ -515,8 +515,8 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
       if (const double e = end(k); e < soonest) soonest = e, cut = k;
     // Cut, the rest of its share is handed out again at its next request, the CPU workers asking
     // meanwhile: only where none of them could end an iteration of that rest before the device's
-    // share would end (SpMV 2^24 on one H100: the workers took 1.5M light rows at the back and the
-    // call went from 8.6 to 14-16 ms, where Mandelbrot's middle rows are beyond them).
+    // share would end (SpMV 2^24 on one H100: the workers took 1.5M of the rows left and the call
+    // went from 8.6 to 14-16 ms; Mandelbrot's middle rows are beyond them).
     const std::size_t first_piece = front_within(remaining, x / cut, true);
     const bool cpu_would_join = cpu_runs() && cpu_thr_ > 0 && first_piece < remaining &&
                                 cpu_within(remaining - first_piece, start + soonest - cpu_free(now)) > 0;
