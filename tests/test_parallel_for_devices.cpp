@@ -4,14 +4,17 @@
 // exactly one side, for every scheduler and awkward sizes; each device's results land in the home controller's tiles,
 // which its later requests see; the loop workloads equal their references; failures on the second
 // device are named and nothing hangs; misuse is refused with what is wrong.
+#include <hetflow/dump.hpp>
 #include <hetflow/parallel_for.hpp>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -385,12 +388,24 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
 
 TEST_CASE("hetflow run takes --devices for the loop workloads, verified, and refuses it elsewhere") {
   const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
+  // --trace writes each device's timeline: the home one's, and the further device's beside it.
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / ("hetflow_two_devices_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  const std::string trace1 = hetflow::dump_companion(trace, ".dev1.json");
   const auto r = test::run_command(cli + " run mandelbrot --size 96 --devices cpu,cpu --scheduler static:0.4,0.4 " +
-                                   "--calls 2 --cpu-workers 1 --verify");
+                                   "--calls 2 --cpu-workers 1 --verify --trace " + trace);
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("dev1 iters") != std::string::npos);
   CHECK(r.output.find("0 beyond tolerance") != std::string::npos);
+  CHECK(r.output.find("timeline: " + trace1) != std::string::npos);
+  const auto report = test::run_command(cli + " report " + trace1);
+  INFO(report.output);
+  CHECK(report.status == 0);
+  CHECK(report.output.find("kernel0") != std::string::npos);  // the further device ran its chunks' kernels
+  std::filesystem::remove(trace);
+  std::filesystem::remove(trace1);
   const auto sobel = test::run_command(cli + " run sobel --devices cpu,cpu");
   INFO(sobel.output);
   CHECK(sobel.status != 0);

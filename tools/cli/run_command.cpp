@@ -340,8 +340,12 @@ void add_run_command(CLI::App& app) {
                   "sobel: threads for frame generation and sums; default: the cores the device leaves free (all on "
                   "a GPU, cores - compute units on a CPU device, at least 1)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--dump", o->dump, "write the task graph of the last run as JSON (and .dot beside it)");
-  cmd->add_option("--trace", o->trace, "write the timeline of the last run as Chrome trace-event JSON");
+  cmd->add_option("--dump", o->dump,
+                  "write the task graph of the last run as JSON (and .dot beside it; loops over several devices: each "
+                  "further device's as NAME.devD.json)");
+  cmd->add_option("--trace", o->trace,
+                  "write the timeline of the last run as Chrome trace-event JSON (loops over several devices: each "
+                  "further device's beside it, NAME.devD.json)");
   cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m");

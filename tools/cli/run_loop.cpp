@@ -49,6 +49,12 @@ void run_loop(const LoopRunOptions& o) {
   }
   std::printf("\n%s\n", last.scheduler.c_str());
   write_requested_dumps(c, o.dump, o.trace);  // the home controller's requests (the CPU chunks')
+  // Each further device's own, beside them (run.json → run.dev1.json): its chunks, transfers and hooks.
+  for (std::size_t d = 1; d < ctls.size(); ++d) {
+    const std::string beside = ".dev" + std::to_string(d) + ".json";
+    write_requested_dumps(*ctls[d], o.dump.empty() ? "" : dump_companion(o.dump, beside.c_str()),
+                          o.trace.empty() ? "" : dump_companion(o.trace, beside.c_str()));
+  }
   if (o.verify) {
     const auto check = w->check();
     std::printf("verify against the sequential reference: %s\n", check.str().c_str());
