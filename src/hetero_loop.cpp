@@ -6,7 +6,9 @@
 // controller. The calling thread only waits for the end.
 #include "hetero_loop.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include "arena_park.hpp"
@@ -346,6 +348,8 @@ void LoopState::next_device(unsigned d) {
   if (!view) made_by.emplace(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
   auto kernels = std::make_shared<RequestList>();
+  bool kernels_hooked = false;      // its kernels' hook is submitted: it carries the token on
+  std::function<void()> back_half;  // while the hook on its transfers back is being submitted
   try {
     // Before the body runs: its launches may use only tiles the device already has (DeviceView).
     if (view)
@@ -399,33 +403,49 @@ void LoopState::next_device(unsigned d) {
       // while this one's results come back (with one chunk in flight they waited for that transfer;
       // Mandelbrot 8192² on one H100 took 12.4 ms a call with two in flight, 14.9 with one). The
       // chunk ends, for the call, when they are back.
-      auto seconds = std::make_shared<double>(0.0);
+      // The two hooks may run in either order (both wait for the kernels): whichever ends second
+      // ends the chunk for the call, with the kernels' time and the transfers' outcome.
+      struct Halves {
+        std::atomic<int> left{2};
+        double seconds = 0, back_seconds = 0;  // written before the decrement, read after it
+        std::string failure;                   // of the transfers back
+      };
+      auto halves = std::make_shared<Halves>();
+      auto half_done = [this, d, chunk, halves] {
+        if (halves->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        if (halves->failure.empty()) scheduler_->record_transfer_back(d, chunk.size(), halves->back_seconds);
+        chunk_back(int(d), chunk, halves->seconds, halves->failure);
+      };
       std::vector<Access> computed;
       for (const auto& w : writes) computed.push_back(device_image(Access{w.tile, w.box, Role::in}));
       ctl.submit_hook(
           name + " kernels",
-          [this, d, chunk, t0, kernels, seconds](const Outcome& o) {
+          [this, d, chunk, t0, kernels, halves, half_done](const Outcome& o) {
             const double round_trip = seconds_since(t0);
-            *seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+            halves->seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
             kernels->clear();
             if (o.ok())
-              chunk_measured(int(d), chunk, *seconds, round_trip);
+              chunk_measured(int(d), chunk, halves->seconds, round_trip);
             else
               chunk_failed(int(d), chunk, o.error);
             next_device(d);
+            half_done();
           },
           std::move(computed));
+      kernels_hooked = true;
       auto transfers = std::make_shared<RequestList>(transfers_back);
+      back_half = half_done;
       ctl.submit_hook(
           name,
-          [this, d, chunk, seconds, transfers](const Outcome& o) {
+          [this, d, transfers, halves, half_done](const Outcome& o) {
             // How long its results took to come back, by profiling (0: not profiled).
-            const double back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
+            halves->back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
             transfers->clear();
-            if (o.ok()) scheduler_->record_transfer_back(d, chunk.size(), back_seconds);
-            chunk_back(int(d), chunk, *seconds, o.ok() ? std::string() : o.error);
+            if (!o.ok()) halves->failure = o.error;
+            half_done();
           },
           std::move(back));
+      back_half = nullptr;
     }
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after
     // them is not counted: an early check costs one status query, a late notice idles the device).
@@ -433,6 +453,12 @@ void LoopState::next_device(unsigned d) {
       engine_of(ctl).expect_end(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                          std::chrono::duration<double>(per_iteration * double(chunk.size()))));
   } catch (const std::exception& e) {
+    if (kernels_hooked) {
+      // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
+      chunk_failed(int(d), chunk, std::string("was refused: ") + e.what());
+      if (back_half) back_half();
+      return;
+    }
     chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what());
     std::unique_lock lock(m_);
     --tokens_;
