@@ -448,18 +448,16 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
   return err;
 }
 
-void Engine::sleep_until_ended(const RequestPtr& p, std::chrono::microseconds step) {
+bool Engine::look_at(const RequestPtr& p) {
+  if (p->ended()) return true;
   cl_event ev = p->event.load();  // p, alive here, keeps its event
-  for (;;) {
-    if (p->ended()) return;  // seen by another thread, which completed it
-    cl_int status = CL_QUEUED;
-    // A failing query is the driver reporting a fault (Engine::command_status): ended.
-    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS ||
-        status <= CL_COMPLETE)
-      break;
-    std::this_thread::sleep_for(step);
-  }
+  cl_int status = CL_QUEUED;
+  // A failing query is the driver reporting a fault (Engine::command_status): ended.
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) == CL_SUCCESS &&
+      status > CL_COMPLETE)
+    return false;
   on_device_complete(p);  // reads the command's own status, failures included
+  return true;
 }
 
 bool Engine::park(Request& w) {

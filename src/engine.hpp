@@ -69,10 +69,11 @@ class Engine {
   // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns
   // clWaitForEvents' result (CL_SUCCESS where the command was seen ended first).
   cl_int block_on_enqueued(const RequestPtr& p);
-  // The same without the driver's wait, which keeps a core busy on NVIDIA while the device works
-  // (tests/test_no_spinning.cpp: 2.0 s of CPU over 1 s): the thread sleeps `step` between looks at
-  // the command's status, so it learns of the end within about a step and spins on nothing.
-  void sleep_until_ended(const RequestPtr& p, std::chrono::microseconds step);
+  // Whether the enqueued device command `p` has ended, asked of the driver without waiting; if it
+  // has, completes it (releasing what waits on it). For a thread that watches a command between
+  // sleeps (src/hetero_loop.cpp): the driver's wait keeps a core busy on NVIDIA while the device
+  // works (tests/test_no_spinning.cpp: 2.0 s of CPU over 1 s).
+  bool look_at(const RequestPtr& p);
   // While one is open on a thread, the requests that thread submits are recorded as made by that
   // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a
   // loop's device body makes on the Controller. Nested scopes restore the outer one: under sync a

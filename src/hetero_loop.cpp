@@ -6,6 +6,7 @@
 // controller. The calling thread only waits for the end.
 #include "hetero_loop.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -19,10 +20,6 @@
 namespace hetflow::detail {
 
 namespace {
-// How often the calling thread looks at the command that ends a device chunk, once it watches them
-// (run_to_end): a sleep this short lasts ~60 us on Linux (the timer's slack), a look ~1 us.
-constexpr std::chrono::microseconds kEndWatchStep{20};
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -236,6 +233,7 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
   std::lock_guard lock(m_);
   if (!cpu && seconds > 0 && chunk.size() > 0)
     device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
+  if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's kernels (run_to_end)
 }
 
 void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure) {
@@ -259,6 +257,7 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
     stopping_ = true;
   }
   --in_flight_;
+  if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
 }
 
@@ -649,15 +648,27 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   // (Engine::park's way): graph::wait_for_all() below also waits for every other task of the graph,
   // and a call beside an unrelated 5 s host task took 5 s (tests/test_parallel_for.cpp).
   if (engine.parks_here()) {
+    RequestPtr watched;  // the command last watched, and since when
+    std::chrono::steady_clock::time_point watched_since;
     while (!all_ended()) {
-      // The call's last device chunks: the thread watches what ends them, which tells it within
-      // tens of microseconds, where NVIDIA's callbacks and the completion poller's checks came up to
-      // a millisecond late (a 6 ms SpMV call over two H100s ended ~1 ms after its last D2H). It
-      // sleeps between looks: NVIDIA's clWaitForEvents would keep a core busy meanwhile.
+      // The call's last device chunks: the thread watches what ends them, where NVIDIA's callbacks
+      // and the completion poller's checks came up to a millisecond late (a 6 ms SpMV call over two
+      // H100s ended ~1 ms after its last D2H). Between looks it sleeps a fiftieth of the time it
+      // has watched that command (20 us to 5 ms: at most ~2 % late, a few hundred looks however
+      // long it runs; every 20 us made a CPU device's kernels 17 % slower on two cores), or until a
+      // chunk's hook says it ended (a prompt callback: PoCL's). Not NVIDIA's clWaitForEvents, which
+      // keeps a core busy meanwhile.
       if (auto watching = command_to_watch()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (watching->second != watched) watched = watching->second, watched_since = now;
         lock.unlock();
-        engine_of(*devices_[watching->first]).sleep_until_ended(watching->second, kEndWatchStep);
+        const bool ended = engine_of(*devices_[watching->first]).look_at(watching->second);
         lock.lock();
+        if (!ended) {
+          const auto so_far = std::chrono::duration_cast<std::chrono::microseconds>(now - watched_since);
+          ended_.wait_for(lock,
+                          std::clamp(so_far / 50, std::chrono::microseconds(20), std::chrono::microseconds(5000)));
+        }
         continue;
       }
       ArenaPark parking;
