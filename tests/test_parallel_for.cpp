@@ -588,6 +588,9 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
   INFO(dumped.output);
   CHECK(dumped.status == 0);
   CHECK(dumped.output.find("parallel_for 'parallel_for' after 3 calls: logfit: device 0 ") != std::string::npos);
+  for (const char* beside : {".dot", ".flow.dot"}) std::filesystem::remove(hetflow::dump_companion(dump, beside));
+  std::filesystem::remove(dump);
+  std::filesystem::remove(dump + ".dot");
   const auto bad = test::run_command(cli + " run barneshut --scheduler fastest");
   INFO(bad.output);
   CHECK(bad.status != 0);
