@@ -6,11 +6,16 @@
 // 256-body samples across 1M bodies), so a throughput measured on the chunks a worker happened to
 // run last was off up to tenfold, and a CPU package sized from it at the end of a call held the
 // call 2-10x past the devices (perf/RESULTS.md, two H100s, 2026-11-25). The range is cut into
-// bins; each CPU chunk's time is spread over the bins it covered; a bin no chunk has covered yet
-// costs as much as the costliest one covered: priced at the mean, a bin holding some of an R-MAT
-// matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17 (simulated SpMV over
-// two GPUs; its devices had ended at 2 ms). Older calls weigh half as much at each new call, so the
-// profile follows a loop whose costs drift.
+// bins; each CPU chunk's time is spread over the bins it covered. A bin no chunk has covered yet is
+// priced from the nearest covered bin after it, doubled per bin between them (never above the
+// costliest covered), or as the costliest where none is after it (or where the constructor says so): priced at the
+// mean, a bin holding some of an R-MAT matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17
+// (simulated SpMV over two GPUs; its devices had ended at 2 ms); priced as the costliest always, the
+// nearly empty tail of that matrix looked as costly as its first rows (~10,000x), so the CPU was never
+// given it and never learned otherwise (one H100, perf/RESULTS.md 2026-11-27 02:36Z). "After": the
+// CPU's share of a call is the range's tail (the devices take theirs from the front), so what it
+// learns grows from the end towards the front, bin by bin as far as the doubling lets it. Older
+// calls weigh half as much at each new call, so the profile follows a loop whose costs drift.
 #include <cstddef>
 #include <vector>
 
@@ -18,6 +23,11 @@ namespace hetflow::detail {
 
 class CpuCostProfile {
  public:
+  // `guess_from_the_tail`: price a bin not covered from its covered successor (doubled per bin),
+  // else as the costliest covered. Off, every such bin is the costliest: a loop over several devices
+  // leaves the CPU the least, and its guessed-cheap bins drew 220 chunks of 100 us each into one
+  // call (4.9 ms where one GPU alone takes 2.8: simulated SpMV over two GPUs).
+  explicit CpuCostProfile(bool guess_from_the_tail = true) : guess_(guess_from_the_tail) {}
   // A new call over [0, n).
   void restart(std::size_t n);
   // One worker ran [begin, begin + iterations) in `seconds`.
@@ -29,16 +39,32 @@ class CpuCostProfile {
   double rate(std::size_t begin, std::size_t iterations) const;
   // The most iterations from `begin` (at most `cap`) one worker is predicted to end within `seconds`.
   std::size_t within(std::size_t begin, double seconds, std::size_t cap) const;
+  // The most iterations at the range's end (at most `cap` of them) whose predicted seconds add up to
+  // no more than `seconds`: what the workers, together, end of the tail by then.
+  std::size_t within_tail(double seconds, std::size_t cap) const;
+  // How many iterations at the range's end lie in bins chunks have covered, without a gap: past
+  // them the tail's prices are guesses.
+  std::size_t covered_tail() const;
 
  private:
   static constexpr std::size_t kBins = 256;
   std::size_t bin_of(std::size_t i) const { return n_ ? std::min(kBins - 1, i * kBins / n_) : 0; }
   std::size_t bin_begin(std::size_t b) const { return (b * n_ + kBins - 1) / kBins; }
-  double cost(std::size_t b) const;  // predicted seconds per iteration in bin b
+  double cost(std::size_t b) const { return priced().cost[b]; }  // predicted seconds per iteration in bin b
+  double measured_cost(std::size_t b) const;                     // of a covered bin
+  struct Prices {
+    std::vector<double> cost = std::vector<double>(kBins, 0.0);
+    std::vector<double> tail = std::vector<double>(kBins + 1, 0.0);  // tail[b]: seconds of [bin_begin(b), n)
+  };
+  // Recomputed after a record or a restart, once: the schedulers ask many times in between.
+  const Prices& priced() const;
   std::size_t n_ = 0;
   std::vector<double> seconds_ = std::vector<double>(kBins, 0.0), iterations_ = std::vector<double>(kBins, 0.0);
   double all_seconds_ = 0, all_iterations_ = 0;
   double costliest_ = 0;  // seconds per iteration of the costliest bin covered
+  bool guess_;
+  mutable Prices prices_;
+  mutable bool stale_ = true;
 };
 
 }  // namespace hetflow::detail

@@ -14,6 +14,7 @@ void LoopScheduler::rest_is(std::size_t remaining) {
   // rows are nearly empty, and a rate from them had 29 workers end 4M rows in 0.5 ms, so both GPUs
   // stopped at the call's start and the CPU took 44 ms (simulated SpMV over two GPUs).
   cpu_thr_ = cpu_cost_.rate(call_n_ - remaining, remaining);
+  rest_ = remaining;
   rest_weight_ = remaining ? rest_work(remaining) / double(remaining) : 1.0;
 }
 
@@ -206,6 +207,7 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
   const bool after_a_call = n_ > 0;
   n_ = iterations;
   cpu_given_seconds_ = 0;
+  cpu_quota_ = 0;
   for (Device& dev : dev_) {
     // Two calls in a row whose chunks ran mostly under 0.7 of the model: the device's behaviour
     // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
@@ -480,9 +482,28 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     const double e = end_if(candidate) + (candidate > 0 && candidate < rem ? follow_up : 0.0);
     if (e < best) best = e, x = candidate;
   }
+  // The CPU's price for a part of the range it never ran is a guess (its profile doubles the
+  // nearest known price per bin towards the front, or takes its costliest region's where it knows no
+  // tail), and a share worth a follow-up at such prices is rarely planned, so it would never learn
+  // otherwise (one H100, SpMV 2^22: R-MAT's tail rows looked as costly as the first ones, ~10,000x;
+  // the GPU took every row, 2.2 ms a call, where the CPU taking the last 12 % made it 2.0). The
+  // call's first share of a lone device leaves the CPU at least what its workers end in half the
+  // share's time at those prices, one iteration each at least: that ends before the device's share
+  // with time to spare (the guesses overprice), needs no follow-up, and what it took is next call's
+  // prices. Beside other devices the CPU's share is the smallest, and its profile does not guess
+  // (CpuCostProfile): there the CPU's chunks' own cost outweighed what it saved (simulated).
+  std::size_t x_iterations = front_within(remaining, x, true);
+  if (first && !other_devices && cpu_runs() && cpu_thr_ > 0 && x_iterations > 0) {
+    const double share_seconds = x / std::max(1e-12, predicted(dev, x_iterations));
+    const std::size_t probe =
+        std::max<std::size_t>(cpu_workers_, cpu_tail_within(0.5 * double(cpu_workers_) * share_seconds));
+    if (remaining > 2 * probe && x_iterations > remaining - probe) {
+      x_iterations = remaining - probe;
+      x = front_work(remaining, x_iterations);
+    }
+  }
   // Nothing, or less than one iteration's work where the range is regular: the others end sooner
   // without it, and its token stops for this call.
-  const std::size_t x_iterations = front_within(remaining, x, true);
   if (x_iterations == 0 || (x < 1 && !irregular())) {
     dev.stopped = true;
     return 0;
@@ -568,11 +589,28 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     // rounded to 64: one CPU iteration of Barnes-Hut takes 34 us, 64 of them a tenth of the
     // whole loop on the H200. Measured in the time the iterations at the front of the rest take
     // (CpuCostProfile), not in a mean count: Barnes-Hut's cost differs tenfold by region.
+    // Where the rest's front lies before the part of the range the CPU has run, its price there is
+    // the profile's guess, which an R-MAT matrix's rows beat up to 2.7x (a row at each power of two
+    // holds most of its block's non-zeros): its chunks are sized on half the time left there, so
+    // one priced short still ends in time (simulated SpMV on one GPU: one such chunk held a call to
+    // 2x the GPU's end).
     const double until = end_together(now, rest_work(remaining)) - now;
-    const std::size_t by_then = cpu_within(remaining, until);
-    const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
-    chunk =
-        remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then) : cpu_within(remaining, 0.5 * until);
+    const double sure = remaining > cpu_known_tail() ? 0.5 : 1.0;
+    // Once the whole rest ends in time spread over the workers, each takes an even part of its
+    // cost in one chunk: R-MAT's tail taken in shrinking chunks made 158 a call on one H100 and the
+    // call 2.5 ms, where one chunk per worker of the same rows took 2.0.
+    const double rest_seconds = cpu_seconds(remaining, remaining);
+    if (cpu_quota_ <= 0 && rest_seconds <= double(cpu_workers_) * sure * until)
+      cpu_quota_ = rest_seconds / double(cpu_workers_);
+    if (cpu_quota_ > 0) {
+      // A hair over the quota: rounded down, the last worker's part left a few iterations over.
+      chunk = std::max<std::size_t>(1, cpu_within(remaining, cpu_quota_ * 1.0001));
+    } else {
+      const std::size_t by_then = cpu_within(remaining, sure * until);
+      const std::size_t even = (remaining + cpu_workers_ - 1) / cpu_workers_;
+      chunk = remaining <= std::size_t(cpu_workers_) * by_then ? std::min(even, by_then)
+                                                               : cpu_within(remaining, 0.5 * sure * until);
+    }
   }
   // Not even one iteration ends in time: this worker stops for the call. One iteration handed out
   // anyway was a whole Mandelbrot row through the set, 26 ms on one core, where two GPUs end the

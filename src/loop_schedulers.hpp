@@ -24,6 +24,7 @@ class LoopScheduler {
   LoopScheduler(unsigned cpu_workers, unsigned devices)
       : cpu_workers_(cpu_workers ? cpu_workers : 1),
         devices_(devices ? devices : 1),
+        cpu_cost_(devices_ == 1),
         region_(devices_ + 1),
         kind_(devices_, -1) {}
   virtual ~LoopScheduler() = default;
@@ -84,6 +85,11 @@ class LoopScheduler {
   std::size_t cpu_within(std::size_t remaining, double seconds) const {
     return cpu_cost_.within(call_n_ - remaining, seconds, remaining);
   }
+  // The iterations at the range's end the CPU has run (no gap): past them its prices are guesses,
+  // and LogFit leaves it some of them to learn from (LogFitScheduler::next_device); and how many
+  // of the rest's tail the workers together end within `seconds` at the profile's prices.
+  std::size_t cpu_known_tail() const { return cpu_cost_.covered_tail(); }
+  std::size_t cpu_tail_within(double seconds) const { return cpu_cost_.within_tail(seconds, rest_); }
   // LogFit measures the devices in work, not iterations: an iteration's work is what its part of
   // the range costs relative to the range's mean (RegionWork), so a device is not judged faster for
   // having run a cheap part. Over a regular range work and iterations are the same numbers. Of the
@@ -115,6 +121,7 @@ class LoopScheduler {
   bool with_cpu_ = true;
   bool with_devices_ = true;
   std::size_t call_n_ = 0;
+  std::size_t rest_ = 0;  // the iterations left at this decision (rest_is)
   CpuCostProfile cpu_cost_;
   RegionWork region_;      // sides: the devices, then the CPU
   std::vector<int> kind_;  // by device (-1: a kind of its own)
@@ -271,6 +278,7 @@ class LogFitScheduler : public LoopScheduler {
   std::vector<Device> dev_;
   std::size_t n_ = 0;             // this call's range
   double cpu_given_seconds_ = 0;  // what the CPU took of it, in one worker's predicted seconds
+  double cpu_quota_ = 0;          // a worker's even part of the rest, once it all ends in time (0: not yet)
 };
 
 // HGuided (EngineCL, the oneAPI Coexecutor runtime): packages shrink as the range runs out, each

@@ -365,3 +365,30 @@ TEST_CASE("the CPU's cost is learned by where in the range it was paid") {
   q.record(0, 1000, 2e-3);
   CHECK(q.seconds(900'000, 1000) == doctest::Approx(2e-3).epsilon(0.01));
 }
+
+TEST_CASE("a bin the CPU never ran is priced from the one after it, doubled per bin, or as the costliest") {
+  // 256 bins of 100 iterations. Known: the front bin at 100 us an iteration, the last two at 1 us.
+  CpuCostProfile guessing, cautious(false);
+  for (CpuCostProfile* p : {&guessing, &cautious}) {
+    p->restart(25'600);
+    p->record(0, 100, 100 * 100e-6);
+    CHECK(p->covered_tail() == 0);
+    p->record(25'400, 200, 200 * 1e-6);
+    CHECK(p->covered_tail() == 200);
+    CHECK(p->seconds(25'500, 100) == doctest::Approx(100e-6).epsilon(0.1));  // known: its own
+  }
+  // The bin before the known tail: ~2 us guessing, 100 us (the costliest) otherwise; the one before
+  // it ~4 us; far from it, never above the costliest.
+  CHECK(guessing.seconds(25'300, 100) == doctest::Approx(216e-6).epsilon(0.05));
+  CHECK(guessing.seconds(25'200, 100) == doctest::Approx(432e-6).epsilon(0.05));
+  CHECK(guessing.seconds(10'000, 100) == doctest::Approx(10e-3).epsilon(0.05));
+  CHECK(cautious.seconds(25'300, 100) == doctest::Approx(10e-3).epsilon(0.05));
+  // The tail the workers end together within a time (a known bin leans a little on the mean: 1.08
+  // us): 216 us buys the known 200 iterations, 430 us ~100 more at ~2.2 us; cautious, 10 ms buys the
+  // known ones and ~98 at 100 us.
+  CHECK(guessing.within_tail(216e-6, 25'600) == doctest::Approx(200).epsilon(0.03));
+  CHECK(guessing.within_tail(430e-6, 25'600) == doctest::Approx(300).epsilon(0.03));
+  CHECK(guessing.within_tail(430e-6, 250) == 250);  // capped
+  CHECK(cautious.within_tail(10e-3, 25'600) == doctest::Approx(298).epsilon(0.03));
+  CHECK(cautious.within_tail(0, 25'600) == 0);
+}
