@@ -6,16 +6,16 @@
 // 256-body samples across 1M bodies), so a throughput measured on the chunks a worker happened to
 // run last was off up to tenfold, and a CPU package sized from it at the end of a call held the
 // call 2-10x past the devices (perf/RESULTS.md, two H100s, 2026-11-25). The range is cut into
-// bins; each CPU chunk's time is spread over the bins it covered. A bin no chunk has covered yet is
-// priced from the nearest covered bin after it, doubled per bin between them (never above the
-// costliest covered), or as the costliest where none is after it (or where the constructor says so): priced at the
-// mean, a bin holding some of an R-MAT matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17
-// (simulated SpMV over two GPUs; its devices had ended at 2 ms); priced as the costliest always, the
-// nearly empty tail of that matrix looked as costly as its first rows (~10,000x), so the CPU was never
-// given it and never learned otherwise (one H100, perf/RESULTS.md 2026-11-27 02:36Z). "After": the
-// CPU's share of a call is the range's tail (the devices take theirs from the front), so what it
-// learns grows from the end towards the front, bin by bin as far as the doubling lets it. Older
-// calls weigh half as much at each new call, so the profile follows a loop whose costs drift.
+// bins; each CPU chunk's time is spread over the bins it covered. A bin no chunk has covered yet
+// is priced as the costliest covered, or (where the constructor asks: LogFit with one device) from the nearest
+// covered bin after it, doubled per bin between them. Priced at the mean, a bin holding some of an
+// R-MAT matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17 (simulated SpMV
+// over two GPUs; its devices had ended at 2 ms). Priced as the costliest always, that matrix's nearly
+// empty tail looked as costly as its first rows (~10,000x), so the CPU was never given it and never
+// learned otherwise (one H100, perf/RESULTS.md 2026-11-27 02:36Z). Priced from the bin after it:
+// the CPU's share of a call is the range's tail (the devices take theirs from the front), so what it
+// knows grows from the end towards the front, a few bins a call as the doubling lets it. Older calls
+// weigh half as much at each new call, so the profile follows a loop whose costs drift.
 #include <cstddef>
 #include <vector>
 
