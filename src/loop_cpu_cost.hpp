@@ -7,7 +7,7 @@
 // run last was off up to tenfold, and a CPU package sized from it at the end of a call held the
 // call 2-10x past the devices (perf/RESULTS.md, two H100s, 2026-11-25). The range is cut into
 // bins; each CPU chunk's time is spread over the bins it covered. A bin no chunk has covered yet
-// is priced as the costliest covered, or (where the constructor asks: LogFit with one device) from the nearest
+// is priced as the costliest covered, or (where the constructor asks: a loop over one device) from the nearest
 // covered bin after it, doubled per bin between them. Priced at the mean, a bin holding some of an
 // R-MAT matrix's heaviest rows was handed to one worker as a 1 ms chunk that took 17 (simulated SpMV
 // over two GPUs; its devices had ended at 2 ms). Priced as the costliest always, that matrix's nearly
