@@ -450,12 +450,8 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
 
 bool Engine::look_at(const RequestPtr& p) {
   if (p->ended()) return true;
-  cl_event ev = p->event.load();  // p, alive here, keeps its event
-  cl_int status = CL_QUEUED;
-  // A failing query is the driver reporting a fault (Engine::command_status): ended.
-  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) == CL_SUCCESS &&
-      status > CL_COMPLETE)
-    return false;
+  // Still queued, submitted or running; a failing query (negative) is the driver reporting a fault: ended.
+  if (command_status(*p) > CL_COMPLETE) return false;
   on_device_complete(p);  // reads the command's own status, failures included
   return true;
 }
