@@ -2,7 +2,9 @@
 // clSetEventCallback fired and the gateway put it here, or a poll or a blocking wait saw it end).
 // Records the outcome, which releases the host tasks and waits that depended on it.
 #include <algorithm>
+#include <cstdint>
 #include <unordered_set>
+#include <vector>
 
 #include "engine.hpp"
 
@@ -54,15 +56,34 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
   if (stack.empty()) return;
   // A DAG: each request is expanded once, or fan-in makes the walk exponential. A walk is usually a
   // request or two (the other copy queue's last command): those are looked up in `unsettled`
-  // itself, and a set is built only for a long one, as it cost an allocation per settled command.
+  // itself. A long one (a stream of launches PoCL had not run yet when a wait came: 20,000 of them)
+  // marks what it expanded by distance back from r in a bitmap: ids are unique and every
+  // predecessor's is below r's. A hash set there cost an allocation per command, more than all the
+  // rest of the walk (callgrind, perf/RESULTS.md 2026-11-27 "A long walk").
   constexpr std::size_t kSearchedInPlace = 16;
-  std::unordered_set<const Request*> seen;
-  auto expanded = [&](const Request* x) {
-    if (unsettled.size() <= kSearchedInPlace)
+  constexpr std::uint64_t kMostMarked = std::uint64_t(1) << 24;  // bits: 2 MiB at most
+  bool marking = false;
+  std::vector<std::uint64_t> marked;
+  std::unordered_set<const Request*> far;  // predecessors further back than kMostMarked: never seen yet
+  const auto mark = [&](const Request* x) {
+    const std::uint64_t back = r.id - x->id;
+    if (back >= kMostMarked) {
+      far.insert(x);
+      return;
+    }
+    if (back / 64 >= marked.size()) marked.resize(std::max<std::size_t>(back / 64 + 1, 2 * marked.size()));
+    marked[back / 64] |= std::uint64_t(1) << (back % 64);
+  };
+  const auto expanded = [&](const Request* x) {
+    if (!marking && unsettled.size() <= kSearchedInPlace)
       return std::any_of(unsettled.begin(), unsettled.end(), [x](const RequestPtr& u) { return u.get() == x; });
-    if (seen.empty())
-      for (const auto& u : unsettled) seen.insert(u.get());
-    return seen.count(x) > 0;
+    if (!marking) {
+      marking = true;
+      for (const auto& u : unsettled) mark(u.get());
+    }
+    const std::uint64_t back = r.id - x->id;
+    if (back >= kMostMarked) return far.count(x) > 0;
+    return back / 64 < marked.size() && (marked[back / 64] >> (back % 64) & 1) != 0;
   };
   while (!stack.empty()) {
     RequestPtr p = std::move(stack.back());
@@ -71,13 +92,16 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
     std::lock_guard lock(p->m);
     if (p->ended()) continue;
     unsettled.push_back(p);
-    if (!seen.empty()) seen.insert(p.get());
+    if (marking) mark(p.get());
     for (const auto& q : p->running_preds)
       if (!q->ended() && !expanded(q.get())) stack.push_back(q);
   }
-  if (unsettled.size() > 1)
-    std::sort(unsettled.begin(), unsettled.end(),
-              [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; });
+  // Oldest first. A chain is walked newest first: reversed, not sorted.
+  const auto by_id = [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; };
+  if (std::is_sorted(unsettled.rbegin(), unsettled.rend(), by_id))
+    std::reverse(unsettled.begin(), unsettled.end());
+  else
+    std::sort(unsettled.begin(), unsettled.end(), by_id);
   for (const auto& p : unsettled) {
     const cl_int s = query_each ? command_status(*p) : CL_COMPLETE;
     if (s <= CL_COMPLETE) finish_outcome(*p, s);

@@ -275,7 +275,8 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   // Counted before the event is published below: a waiter that sees the event flushes the queue
   // only if the count says a command is unflushed (flush_lane), and would otherwise skip this one.
   // Under sync too, where that waiter's flush is the only one.
-  flush_policy_.enqueued(r->lane, engine_.now_ns(), [this](unsigned i) { engine_.flush(i); });
+  flush_policy_.enqueued(
+      r->lane, [this] { return engine_.now_ns(); }, [this](unsigned i) { engine_.flush(i); });
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
   std::string failed_pred;
   for (const auto& p : running) {

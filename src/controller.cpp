@@ -60,17 +60,14 @@ ClType cl_type(std::string_view type) {
 }
 
 // Bytes a value of the type occupies (a 3-vector occupies 4 lanes); 0 when not a built-in type.
-std::size_t cl_scalar_size(std::string_view type) {
-  const ClType t = cl_type(type);
-  return t.bytes * (t.lanes == 3 ? 4 : t.lanes);
-}
+std::size_t byte_size(const ClType& t) { return t.bytes * (t.lanes == 3 ? 4 : t.lanes); }
 
 // Both types known and of another kind or width: `given`, for the message; else null. Bytes of the
 // same size but another kind (an int where a float is read) would pass the size check and give
 // garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
-const char* kind_mismatch(std::string_view wanted, const char* given) {
+const char* kind_mismatch(const ClType& w, const char* given) {
   if (!given) return nullptr;
-  const ClType w = cl_type(wanted), g = cl_type(given);
+  const ClType g = cl_type(given);
   if (!w.kind || !g.kind || (w.kind == g.kind && w.lanes == g.lanes)) return nullptr;
   return given;
 }
@@ -218,12 +215,13 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
   check_tile(engine, a, what);
   std::string_view base = kernel.arg(i).type_name;
   if (!base.empty() && base.back() == '*') base.remove_suffix(1);
-  const std::size_t expected = cl_scalar_size(base);
+  const ClType wanted = cl_type(base);  // parsed once: this runs on every launch
+  const std::size_t expected = byte_size(wanted);
   if (expected && expected != a.tile->elem_size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                      "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
                      "-byte elements");
-  if (const char* held = kind_mismatch(base, a.tile->elem_type))
+  if (const char* held = kind_mismatch(wanted, a.tile->elem_type))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
                      " elements, tile '" + a.tile->name + "' holds " + held);
 }
@@ -234,11 +232,12 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
   if (info.is_buffer() || info.is_local())
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
                      " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
-  const std::size_t expected = cl_scalar_size(info.type_name);
+  const ClType wanted = cl_type(info.type_name);
+  const std::size_t expected = byte_size(wanted);
   if (expected && expected != s.size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) +
                      " bytes, got a " + std::to_string(s.size) + "-byte value");
-  if (const char* given = kind_mismatch(info.type_name, s.type))
+  if (const char* given = kind_mismatch(wanted, s.type))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
                      std::string(given) + " (convert it: " + info.type_name + "(value))");
 }

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace hetflow::detail {
 
@@ -62,13 +63,26 @@ class FlushPolicy {
   // count or age. Before the first command.
   void drop_burst_flushes() { burst_flushes_ = false; }
 
-  // A command was just enqueued on q at `now_ns`; flushes every queue due by count or age.
-  template <class Flush>
-  void enqueued(unsigned q, std::int64_t now_ns, Flush&& flush_fn) {
+  // A command was just enqueued on q at `now_ns` (nanoseconds, or a function returning them: then
+  // the clock is read only where the time is used, which on a device that runs unflushed commands
+  // is only for a queue's first unflushed command); flushes every queue due by count or age.
+  template <class Now, class Flush>
+  void enqueued(unsigned q, Now&& now, Flush&& flush_fn) {
+    std::int64_t now_ns = -1;
+    const auto read_now = [&] {
+      if (now_ns < 0) {
+        if constexpr (std::is_invocable_v<Now>)
+          now_ns = now();
+        else
+          now_ns = now;
+      }
+      return now_ns;
+    };
     Queue& s = queues_[q];
-    if (!dirty(q)) s.oldest_ns = now_ns;
+    if (!dirty(q)) s.oldest_ns = read_now();
     s.enqueued.fetch_add(1, std::memory_order_acq_rel);
     if (!burst_flushes_) return;
+    read_now();
     for (unsigned i = 0; i < count_; ++i) {
       const Queue& t = queues_[i];
       const std::uint64_t n = unflushed(t);

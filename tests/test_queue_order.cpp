@@ -5,9 +5,12 @@
 // and dropped: it made them depend on a host task they do not depend on, and a program that waits
 // for one before letting that task end hung. Device times from OpenCL profiling.
 #include <chrono>
+#include <cstdint>
 #include <future>
+#include <string>
 #include <thread>
 
+#include "engine.hpp"
 #include "opencl_streaming.hpp"
 #include "support.hpp"
 
@@ -93,4 +96,36 @@ TEST_CASE("a wait list leaves out a predecessor that another predecessor waited 
   wide[7]->running_preds.push_back(wide[0]);
   CHECK(StreamingStep::waited_on_by_another(wide, 8, 0));
   CHECK_FALSE(StreamingStep::waited_on_by_another(wide, 9, 0));
+}
+
+// A command that ended well settles everything it waited on that the engine had not seen end
+// (Engine::settle_running_preds): a chain of launches PoCL had not run yet when a wait came walks
+// back through thousands. Each must be settled, and the walk must not expand a request twice: with
+// two predecessors each (i-1 and i-2, as transfers alternating between the copy queues have), a
+// walk that did would take 2^n steps and never end. One predecessor lies further back than the
+// walk's bitmap reaches. No driver is asked: a command that ended well implies its predecessors did.
+TEST_CASE("a command that ended well settles every predecessor it waited on, however long and wide the chain") {
+  using namespace hetflow::detail;
+  Controller c(test::options(Policy::async));
+  Engine& engine = engine_of(c);
+  constexpr std::uint64_t chain = 5000, far_back = std::uint64_t(1) << 30;
+  auto transfer = [](std::uint64_t id) {
+    RequestPtr r = make_request<TransferWork>(Kind::h2d, "t" + std::to_string(id));
+    r->id = id;
+    return r;
+  };
+  RequestList made{transfer(1)};  // the far one, 2^30 before the others
+  for (std::uint64_t i = 1; i <= chain; ++i) {
+    RequestPtr t = transfer(far_back + i);
+    t->running_preds.push_back(made[i - 1]);
+    if (i >= 2) t->running_preds.push_back(made[i - 2]);
+    made.push_back(t);
+  }
+  RequestPtr r = transfer(far_back + chain + 1);
+  r->running_preds = {made[chain], made[chain - 1]};
+  engine.settle_running_preds(*r, true);
+  std::size_t done = 0;
+  for (const auto& m : made) done += m->status.load() == Status::done;
+  CHECK(done == made.size());
+  for (auto& m : made) m->running_preds.clear();  // finish cleared them; a failed walk may not have
 }
