@@ -16,6 +16,7 @@
 #include "engine.hpp"
 #include "log.hpp"
 #include "loop_scheduler_spec.hpp"
+#include "precise_sleeps.hpp"
 
 namespace hetflow::detail {
 
@@ -648,7 +649,8 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   // (Engine::park's way): graph::wait_for_all() below also waits for every other task of the graph,
   // and a call beside an unrelated 5 s host task took 5 s (tests/test_parallel_for.cpp).
   if (engine.parks_here()) {
-    RequestPtr watched;  // the command last watched, and since when
+    const PreciseSleeps precise;  // its sleeps below are 20 us to 5 ms: Linux's slack would add 50
+    RequestPtr watched;           // the command last watched, and since when
     std::chrono::steady_clock::time_point watched_since;
     while (!all_ended()) {
       // The call's last device chunks: the thread watches what ends them, where NVIDIA's callbacks
