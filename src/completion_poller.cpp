@@ -1,7 +1,5 @@
 #include "completion_poller.hpp"
 
-#include "precise_sleeps.hpp"
-
 namespace hetflow::detail {
 
 CompletionPoller::~CompletionPoller() {
@@ -35,7 +33,6 @@ void CompletionPoller::expect(std::chrono::steady_clock::time_point at) {
 
 void CompletionPoller::run() {
   using Clock = std::chrono::steady_clock;
-  const PreciseSleeps precise;  // its intervals (100 us to 1 ms) as set, not up to 50 us later
   std::unique_lock lock(m_);
   while (!stopping_) {
     if (holders_ == 0) {

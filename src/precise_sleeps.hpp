@@ -1,9 +1,9 @@
 #pragma once
 // While one lives, the calling thread's timed sleeps end when asked, not up to 50 us later.
 // Linux lets a sleeping thread's wake-up slip by its timer slack, 50 us by default, so to save
-// wake-ups: a look at a command every 20 us became one every ~70. The threads that watch for a
-// command's end with short sleeps (a loop call's calling thread, the completion poller) ask for
-// 1 us instead; the slack they had comes back when it goes. Elsewhere than Linux it does nothing.
+// wake-ups: a look at a command every 20 us became one every ~70. A loop call's calling thread,
+// which watches its last chunks with sleeps of 20 us and up, asks for 1 us instead; the slack it had
+// comes back when the scope ends. Elsewhere than Linux it does nothing.
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
