@@ -59,9 +59,9 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
   // itself. A long one (a stream of launches PoCL had not run yet when a wait came: 20,000 of them)
   // marks what it expanded by distance back from r in a bitmap: ids are unique and every
   // predecessor's is below r's. A hash set there cost an allocation per command, more than all the
-  // rest of the walk (callgrind, perf/RESULTS.md 2026-11-27 "A long walk").
+  // rest of the walk (callgrind, perf/RESULTS.md 2026-11-27 05:24–05:31Z).
   constexpr std::size_t kSearchedInPlace = 16;
-  constexpr std::uint64_t kMostMarked = std::uint64_t(1) << 24;  // bits: 2 MiB at most
+  constexpr std::uint64_t kMostMarked = std::uint64_t(1) << 24;  // ids back; the bitmap: 4 MiB at most
   bool marking = false;
   std::vector<std::uint64_t> marked;
   std::unordered_set<const Request*> far;  // predecessors further back than kMostMarked: never seen yet
