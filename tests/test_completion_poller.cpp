@@ -6,6 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "completion_poller.hpp"
 #include "precise_sleeps.hpp"
@@ -78,8 +81,8 @@ TEST_CASE("a later expected end never puts off the regular checks, and nothing i
 // Linux wakes a sleeping thread up to its timer slack late (50 us by default): a loop call's
 // watching thread, looking at its last chunk every 20 us, looked every ~70 (perf/RESULTS.md,
 // 2026-11-27 06:10Z). It sleeps with 1 us of slack, and has its own back when the call ends. The
-// completion poller keeps the default: with 1 us its 100 us looks came 1.5 times as often while
-// commands kept ending, and Sobel 4K, which it serves, was not faster.
+// completion poller keeps the default: with 1 us Sobel 4K, which it serves, was not faster
+// (perf/RESULTS.md, 2026-11-27 06:12Z).
 TEST_CASE("a precise-sleeps scope sets 1 us of timer slack, and the thread's own comes back after it") {
   const long before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
   REQUIRE(before > 1000);  // Linux's default is 50,000 ns
