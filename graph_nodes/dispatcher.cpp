@@ -76,7 +76,7 @@ void DispatchStep::track_hazards(const RequestPtr& r) {
                       edge_scratch_);
   }
   if (r->accesses.empty()) track_untracked(r);
-  preds.reserve(preds.size() + edge_scratch_.size());  // one allocation: a transfer has two edges on one request
+  preds.reserve(preds.size() + edge_scratch_.size());  // one allocation: a transfer has an edge per image
   for (const auto& e : edge_scratch_)
     if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(engine_.recording && is_done(e.from)))
       preds.push_back(e.from);
