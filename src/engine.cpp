@@ -735,7 +735,13 @@ struct WatchToken {
 }  // namespace
 
 void Engine::deliver_completion(const RequestPtr& r) {
-  if (!drop_callbacks_) streaming_.gateway().try_put(r);
+  // A dropped callback (HETFLOW_DEBUG_DROP_CALLBACKS) told nothing, as a late one: it counts as late.
+  const bool news = !drop_callbacks_ && !r->ended();
+  if (callbacks_.arrived(news))
+    log().debug("completion callbacks: {} of the first {} came after their command was seen ended: {}",
+                callbacks_.late(), CallbackWorth::kJudged,
+                callbacks_.worth_registering() ? "still registered" : "no longer registered");
+  if (news) streaming_.gateway().try_put(r);  // one seen ended was reported by whoever saw it
 }
 
 namespace {
@@ -772,6 +778,10 @@ void Engine::watch(const RequestPtr& p) {
   {
     std::lock_guard lock(watched_mutex_);
     watched_.push_back(p);
+  }
+  if (!callbacks_.worth_registering()) {  // the poller and the waiters notice its end
+    streaming_step_.flush_lane(p->lane);
+    return;
   }
   auto* token = new WatchToken{hub_, p};
   const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);

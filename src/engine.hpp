@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "callback_worth.hpp"
 #include "completion_poller.hpp"
 #include "controller_life.hpp"
 #include "dispatcher.hpp"
@@ -267,6 +268,7 @@ class Engine {
   };
   std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
   bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
+  CallbackWorth callbacks_;      // whether watch() still registers callbacks (src/callback_worth.hpp)
   std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
   bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)

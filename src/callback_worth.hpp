@@ -1,0 +1,48 @@
+#pragma once
+// Whether this device's completion callbacks are worth registering. Nothing depends on a callback
+// alone (the completion poller, waiters and the loops' watchers notice ends too: docs/drivers.md),
+// so a callback is only worth what it tells first. NVIDIA's arrive milliseconds after the engine has
+// seen their command end, and cost on the way: on one H100, a chain of kernel + read chunks took
+// 36 us a chunk with no callback and 60 with one on each command (the driver's callback thread
+// contends with the enqueues), and a loop's device chunk ~100 us against ~80 without
+// (tools/drivers/chunk_chain_probe.c, perf/RESULTS.md 2026-11-27 07:5xZ). PoCL's come at once.
+// So the engine counts, over the first kJudged callbacks that arrive, how many found their command
+// already seen ended; if nearly all did, it stops registering them. Decided once per engine, from
+// what arrived, not from the driver's name.
+#include <atomic>
+#include <mutex>
+
+namespace hetflow::detail {
+
+class CallbackWorth {
+ public:
+  static constexpr unsigned kJudged = 64;       // callbacks looked at before deciding
+  static constexpr unsigned kLateToStop = 56;  // of those, this many brought no news: stop
+
+  // A callback arrived; `news`: its command had not been seen ended before. Returns true when this
+  // one made the decision (for the caller to say which, once).
+  bool arrived(bool news) {
+    if (judged_.load(std::memory_order_acquire)) return false;
+    std::lock_guard lock(m_);
+    if (judged_.load(std::memory_order_relaxed)) return false;
+    ++arrived_;
+    if (!news) ++late_;
+    if (arrived_ < kJudged) return false;
+    worth_.store(late_ < kLateToStop, std::memory_order_release);
+    judged_.store(true, std::memory_order_release);
+    return true;
+  }
+  bool worth_registering() const { return worth_.load(std::memory_order_acquire); }
+  unsigned late() const {  // of the first kJudged; final once arrived() returned true
+    std::lock_guard lock(m_);
+    return late_;
+  }
+
+ private:
+  mutable std::mutex m_;
+  unsigned arrived_ = 0, late_ = 0;
+  std::atomic<bool> judged_{false};
+  std::atomic<bool> worth_{true};
+};
+
+}  // namespace hetflow::detail
