@@ -13,7 +13,7 @@ rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib"
 cp "$build"/bin/hetflow "$build"/bin/bench_* "$dir/bin/"
 for p in banded_heat device_fault device_memory join_pipeline; do [ -x "$build/bin/$p" ] && cp "$build/bin/$p" "$dir/bin/"; done
-for t in test_appendix_a test_errors test_loop_workloads test_random_programs test_soak test_tracker test_concurrent_launches test_threads_and_lifetimes test_device_faults test_on_ready test_flow_nodes test_flow_nodes_one_worker test_no_spinning test_flush_policy test_queue_order test_parallel_for test_parallel_for_devices; do
+for t in test_appendix_a test_errors test_loop_workloads test_random_programs test_soak test_tracker test_concurrent_launches test_threads_and_lifetimes test_device_faults test_on_ready test_flow_nodes test_flow_nodes_one_worker test_no_spinning test_flush_policy test_callback_worth test_queue_order test_parallel_for test_parallel_for_devices; do
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" "$dir/bin/"
 done
 # The plain-OpenCL driver probes (tools/drivers/, docs/drivers.md), where they exist.

@@ -51,6 +51,7 @@ if has tests; then
   run random $B/bin/test_random_programs
   run threads $B/bin/test_threads_and_lifetimes
   run on_ready $B/bin/test_on_ready
+  run callback_worth $B/bin/test_callback_worth
   # The example's case starts a child process that opens the GPU: in a process of its own, as the CLI
   # case below (a child found no NVIDIA device once its parent had used it, 2026-11-26 16:44Z).
   run flow_nodes $B/bin/test_flow_nodes --test-case-exclude="the join pipeline example*"
@@ -88,6 +89,7 @@ if has tests; then
   run pocl_no_spinning $B/bin/test_no_spinning
   run pocl_flush_policy $B/bin/test_flush_policy --test-case-exclude="on Oclgrind*"
   run pocl_queue_order $B/bin/test_queue_order
+  run pocl_callback_worth $B/bin/test_callback_worth
   unset HETFLOW_DEVICE
 fi
 

@@ -1,14 +1,16 @@
 #pragma once
 // Whether this device's completion callbacks are worth registering. Nothing depends on a callback
 // alone (the completion poller, waiters and the loops' watchers notice ends too: docs/drivers.md),
-// so a callback is only worth what it tells first. NVIDIA's arrive milliseconds after the engine has
-// seen their command end, and cost on the way: on one H100, a chain of kernel + read chunks took
-// 36 us a chunk with no callback and 60 with one on each command (the driver's callback thread
-// contends with the enqueues), and a loop's device chunk ~100 us against ~80 without
-// (tools/drivers/chunk_chain_probe.c, perf/RESULTS.md 2026-11-27 07:5xZ). PoCL's come at once.
-// So the engine counts, over the first kJudged callbacks that arrive, how many found their command
-// already seen ended; if nearly all did, it stops registering them. Decided once per engine, from
-// what arrived, not from the driver's name.
+// so a callback is worth what it tells first, against what it costs. A prompt one (PoCL's: 0 of the
+// first 64 came after their command was seen ended, in every program tried) loses that race only
+// when an observer happened to look in the microseconds between the end and the callback. NVIDIA's
+// come up to milliseconds late (37, 55 and 60 of 64 on one H100), and cost on the way: a chain of
+// kernel + read chunks took 36 us a chunk with no callback and 48-60 with one on each command (the
+// driver's callback thread contends with the enqueues; tools/drivers/chunk_chain_probe.c), a loop's
+// device chunk 103-121 us against 79-81 without any (perf/RESULTS.md, 2026-11-27 07:50Z). So the
+// engine counts, over the first kJudged callbacks that arrive, how many found their command already
+// seen ended; from a quarter on, it stops registering them. Decided once per engine, from what
+// arrived, not from the driver's name.
 #include <atomic>
 #include <mutex>
 
@@ -16,8 +18,8 @@ namespace hetflow::detail {
 
 class CallbackWorth {
  public:
-  static constexpr unsigned kJudged = 64;       // callbacks looked at before deciding
-  static constexpr unsigned kLateToStop = 56;  // of those, this many brought no news: stop
+  static constexpr unsigned kJudged = 64;      // callbacks looked at before deciding
+  static constexpr unsigned kLateToStop = 16;  // of those, this many brought no news: stop
 
   // A callback arrived; `news`: its command had not been seen ended before. Returns true when this
   // one made the decision (for the caller to say which, once).

@@ -606,6 +606,8 @@ void Engine::finish(Request& r, Status s, std::string error) {
   {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
+    // Seen ended before its callback came (if it has one): that callback will bring no news.
+    if (r.callback.load(std::memory_order_relaxed) == Request::Callback::registered) judge_callback(r, false);
     r.error = std::move(error);
     waiters.swap(r.waiters);
     dependants.swap(r.device_dependants);
@@ -735,13 +737,21 @@ struct WatchToken {
 }  // namespace
 
 void Engine::deliver_completion(const RequestPtr& r) {
-  // A dropped callback (HETFLOW_DEBUG_DROP_CALLBACKS) told nothing, as a late one: it counts as late.
-  const bool news = !drop_callbacks_ && !r->ended();
-  if (callbacks_.arrived(news))
+  // A dropped callback (HETFLOW_DEBUG_DROP_CALLBACKS) tells nothing: the command's end, seen some
+  // other way, counts it late (Engine::finish).
+  if (drop_callbacks_) return;
+  if (judge_callback(*r, true)) streaming_.gateway().try_put(r);  // else whoever saw it end reported it
+}
+
+bool Engine::judge_callback(Request& r, bool callback_first) {
+  auto registered = Request::Callback::registered;
+  if (!r.callback.compare_exchange_strong(registered, Request::Callback::judged, std::memory_order_acq_rel))
+    return false;  // no callback, or judged already: the end was seen first, or the callback came
+  if (callbacks_.arrived(callback_first))
     log().debug("completion callbacks: {} of the first {} came after their command was seen ended: {}",
                 callbacks_.late(), CallbackWorth::kJudged,
                 callbacks_.worth_registering() ? "still registered" : "no longer registered");
-  if (news) streaming_.gateway().try_put(r);  // one seen ended was reported by whoever saw it
+  return true;
 }
 
 namespace {
@@ -784,8 +794,10 @@ void Engine::watch(const RequestPtr& p) {
     return;
   }
   auto* token = new WatchToken{hub_, p};
+  p->callback.store(Request::Callback::registered, std::memory_order_release);  // it may fire at once
   const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
   if (err != CL_SUCCESS) {
+    p->callback.store(Request::Callback::none, std::memory_order_release);
     delete token;
     finish(*p, Status::failed, std::string("clSetEventCallback failed: ") + cl_error_name(err));
     return;

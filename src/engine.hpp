@@ -176,6 +176,9 @@ class Engine {
   // when the engine was made (the arena its graph runs in).
   unsigned graph_threads() const { return graph_threads_; }
   void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
+  // r's callback came (callback_first) or r was seen ended another way: counted once, for
+  // CallbackWorth. Returns whether this call did the counting.
+  bool judge_callback(Request& r, bool callback_first);
   static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
   // Failures not yet thrown by a wait.

@@ -178,6 +178,11 @@ struct Request : std::enable_shared_from_this<Request> {
   DeviceStage stage = DeviceStage::dispatched;
   std::atomic<cl_event> event{nullptr};  // written by the streaming step before anyone can need it
   Watch watch = Watch::none;
+  // Its completion callback, for the engine's verdict on them (src/callback_worth.hpp): whichever
+  // comes first, the callback or the engine seeing the command end another way, takes it from
+  // `registered` to `judged` and says which came first.
+  enum class Callback : std::uint8_t { none, registered, judged };
+  std::atomic<Callback> callback{Callback::none};
   // Device commands whose wait list holds this request's event (under m). If this request fails,
   // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).

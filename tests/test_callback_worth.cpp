@@ -104,8 +104,9 @@ TEST_CASE("callbacks stay registered until the first 64 are judged, and stop onl
   }
 }
 
-TEST_CASE("with callbacks that bring no news, the engine stops registering them, and hooks, host tasks and faults still "
-          "come through") {
+TEST_CASE(
+    "with callbacks that bring no news, the engine stops registering them, and hooks, host tasks and faults still "
+    "come through") {
   const Env drop("HETFLOW_DEBUG_DROP_CALLBACKS", "1");
   const Env fault("HETFLOW_DEBUG_FAULT_KERNEL", "faulty");
   LogCapture captured;
@@ -128,9 +129,7 @@ TEST_CASE("with callbacks that bring no news, the engine stops registering them,
     if (round % 2 == 0) {
       c.on_ready(
           "check",
-          [&, x, start](const Outcome& o) {
-            (o.ok() && test::all_equal(x, 2 * start + 1) ? hooks_ok : wrong)++;
-          },
+          [&, x, start](const Outcome& o) { (o.ok() && test::all_equal(x, 2 * start + 1) ? hooks_ok : wrong)++; },
           in(x));
     } else {
       c.host_task(
