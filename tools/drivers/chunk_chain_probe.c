@@ -12,8 +12,8 @@
  *   spink      as pollk, polling with sched_yield in between
  * Rounds alternate the variants. Prints the median us per chunk, and the median us the host spent
  * inside clEnqueueNDRangeKernel and inside the read's enqueue.
- *   cc -O2 chunk_chain_probe.c -lOpenCL -lpthread -o chunk_chain_probe && ./chunk_chain_probe [CHUNKS=256] [CHUNK=4096] [ROUNDS=5]
- * Picks the first GPU, else the first device (HETFLOW-free: plain OpenCL). */
+ *   cc -O2 chunk_chain_probe.c -lOpenCL -lpthread -o chunk_chain_probe && ./chunk_chain_probe [CHUNKS=256] [CHUNK=4096]
+ * [ROUNDS=5] Picks the first GPU, else the first device (HETFLOW-free: plain OpenCL). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <sched.h>
@@ -37,9 +37,7 @@ static double median(double* v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp);
   return v[n / 2];
 }
-static void CL_CALLBACK noop(cl_event e, cl_int s, void* d) {
-  (void)e, (void)s, (void)d;
-}
+static void CL_CALLBACK noop(cl_event e, cl_int s, void* d) { (void)e, (void)s, (void)d; }
 static cl_int status_of(cl_event e) {
   cl_int s = CL_QUEUED;
   check(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL), "clGetEventInfo");
@@ -96,7 +94,7 @@ int main(int argc, char** argv) {
     enq_r[v] = calloc((size_t)(rounds * chunks), sizeof(double));
   }
   cl_event* reads = calloc((size_t)chunks, sizeof(cl_event));
-  for (int round = -1; round < rounds; ++round) {  /* round -1: warm-up */
+  for (int round = -1; round < rounds; ++round) { /* round -1: warm-up */
     for (int v = 0; v < NVAR; ++v) {
       const int two = v >= TWOQ, cb = v >= CALLBACKS, onkernel = v >= POLLK;
       cl_command_queue kernel_q = v == KEVENT0 ? plain_q : kq;
