@@ -253,7 +253,9 @@ TEST_CASE("a device chunk's kernel runs while the chunk before it comes back, wi
   ControllerOptions options = test::options(Policy::async);
   options.record = true;  // and so profiling
   Controller c(options);
-  constexpr std::size_t n = 8u << 20, chunk = 1u << 20;  // 8 chunks, 4 MB back each
+  // 8 chunks, 16 MB back each: a transfer back lasts longer than a chunk's end takes to be noticed
+  // and the next kernel to start (~0.1 ms on one H100, where 4 MB took 0.08: the check failed once).
+  constexpr std::size_t n = 32u << 20, chunk = 4u << 20;
   auto y = c.tile<float>(n, "y");
   Kernel half = c.kernel_from_source(
       "kernel void half_of(global float* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 0.5f * i; }",
