@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HETFLOW_SANITIZE_BUILD_DIR:-$root/build-asan}
 # Each suite with the doctest filter of the cases run here ("" = all of them).
-suites=(test_errors test_threads_and_lifetimes test_random_programs test_concurrent_launches test_tracker test_flush_policy test_queue_order test_completion_poller test_device_faults test_on_ready test_flow_nodes test_flow_nodes_one_worker test_parallel_for test_parallel_for_devices)
+suites=(test_errors test_threads_and_lifetimes test_random_programs test_concurrent_launches test_tracker test_flush_policy test_queue_order test_completion_poller test_callback_worth test_device_faults test_on_ready test_flow_nodes test_flow_nodes_one_worker test_parallel_for test_parallel_for_devices)
 declare -A cases=([test_concurrent_launches]='*one process*,*two controllers*')
 echo "== sanitizers (address,undefined): building ${suites[*]} in $build"
 # -O1: sanitizer builds compile slowly, and these tests need no more.

@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HETFLOW_TSAN_BUILD_DIR:-$root/build-tsan}
 tbb=$build/onetbb
-suites=(test_threads_and_lifetimes test_completion_poller test_errors test_device_faults test_random_programs test_concurrent_launches test_appendix_a test_on_ready test_flow_nodes test_flow_nodes_one_worker test_parallel_for test_parallel_for_devices)
+suites=(test_threads_and_lifetimes test_completion_poller test_errors test_device_faults test_random_programs test_concurrent_launches test_appendix_a test_callback_worth test_on_ready test_flow_nodes test_flow_nodes_one_worker test_parallel_for test_parallel_for_devices)
 # test_parallel_for_devices without its workload and CLI cases: they add the loops' instrumented CPU
 # bodies (2 min under TSan here) and no thread interplay the other cases lack (ASan runs them all).
 declare -A cases=([test_concurrent_launches]='*one process*,*two controllers*'
