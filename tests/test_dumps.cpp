@@ -325,6 +325,17 @@ void check_hand_summary(const hetflow::TraceSummary& s) {
   std::map<std::string, std::int64_t> busy;
   for (const auto& l : s.lanes) busy[l.lane] = l.busy_ns;
   CHECK(busy == std::map<std::string, std::int64_t>{{"H2D", 22'000}, {"kernel0", 30'000}, {"D2H", 5'000}});
+  for (const auto& l : s.lanes) {
+    CAPTURE(l.lane);
+    if (l.lane == "H2D") {  // [0,10) [20,30) [60,62): idle 10 then 30 between its events
+      CHECK(l.gaps == 2);
+      CHECK(l.gap_median_ns == 10'000);
+      CHECK(l.gap_p90_ns == 30'000);
+    } else {  // one event each
+      CHECK(l.gaps == 0);
+      CHECK(l.gap_median_ns == 0);
+    }
+  }
   CHECK(s.busy_ns == 47'000);
   CHECK(s.overlap_ns == 10'000);
   REQUIRE(s.idle_gaps.size() == 2);
@@ -564,7 +575,7 @@ TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
     const auto text = cli("report " + quoted(path));
     REQUIRE_MESSAGE(text.status == 0, text.output);
     MESSAGE(text.output);
-    for (const char* what : {"wall time", "overlap", "idle gaps", "critical path", "copy_loop"})
+    for (const char* what : {"wall time", "overlap", "idle gaps", "median gap", "critical path", "copy_loop"})
       CHECK_MESSAGE(text.output.find(what) != std::string::npos, what);
 
     const auto js = cli("report --json " + quoted(path));
@@ -579,7 +590,13 @@ TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
     CHECK(s["critical_path_ns"].get<std::int64_t>() > 0);
     CHECK(s["critical_path_ns"].get<std::int64_t>() <= s["wall_ns"].get<std::int64_t>());
     std::set<std::string> lanes;
-    for (const auto& l : s["lanes"]) lanes.insert(l["lane"].get<std::string>());
+    for (const auto& l : s["lanes"]) {
+      lanes.insert(l["lane"].get<std::string>());
+      // Gaps lie between a lane's merged events: fewer than its events, the median at most the p90.
+      CHECK(l["gaps"].get<std::size_t>() < l["events"].get<std::size_t>());
+      CHECK(l["gap_median_ns"].get<std::int64_t>() <= l["gap_p90_ns"].get<std::int64_t>());
+      if (l["gaps"].get<std::size_t>() > 0) CHECK(l["gap_median_ns"].get<std::int64_t>() >= 0);
+    }
     if (p == Policy::async) {
       CHECK(lanes.count("H2D"));
       CHECK(lanes.count("D2H"));

@@ -122,6 +122,18 @@ std::vector<Slice> read_slices(const json& events, std::map<int, std::string>& n
   return slices;
 }
 
+// The lane's gaps between its merged intervals m: count, median and 90th percentile (nearest rank).
+void lane_gaps(const std::vector<TimeInterval>& m, LaneBusy& lane) {
+  std::vector<std::int64_t> gaps;
+  for (std::size_t i = 1; i < m.size(); ++i) gaps.push_back(m[i].start_ns - m[i - 1].end_ns);
+  lane.gaps = gaps.size();
+  if (gaps.empty()) return;
+  std::sort(gaps.begin(), gaps.end());
+  const auto rank = [&](double p) { return gaps[std::size_t(std::ceil(p * double(gaps.size()))) - 1]; };
+  lane.gap_median_ns = rank(0.5);
+  lane.gap_p90_ns = rank(0.9);
+}
+
 // Busy time per lane, overlap (two lanes or more busy), wall time and idle gaps. False when no
 // slice is work.
 bool summarize_lanes(const std::vector<Slice>& slices, std::map<int, std::string>& names,
@@ -149,6 +161,7 @@ bool summarize_lanes(const std::vector<Slice>& slices, std::map<int, std::string
     const auto m = merged(ivs);
     sum.lanes.push_back(LaneBusy{names.count(key.second) ? names[key.second] : "tid " + std::to_string(key.second),
                                  total(m), counts[key]});
+    lane_gaps(m, sum.lanes.back());
     for (const auto& iv : m) {
       sweep.emplace_back(iv.start_ns, +1);
       sweep.emplace_back(iv.end_ns, -1);
@@ -318,7 +331,13 @@ TraceSummary summarize_trace_file(const std::string& path, const std::string& fr
 
 std::string to_json(const TraceSummary& s) {
   json lanes = json::array();
-  for (const auto& l : s.lanes) lanes.push_back(json{{"lane", l.lane}, {"busy_ns", l.busy_ns}, {"events", l.events}});
+  for (const auto& l : s.lanes)
+    lanes.push_back(json{{"lane", l.lane},
+                         {"busy_ns", l.busy_ns},
+                         {"events", l.events},
+                         {"gaps", l.gaps},
+                         {"gap_median_ns", l.gap_median_ns},
+                         {"gap_p90_ns", l.gap_p90_ns}});
   json gaps = json::array();
   for (const auto& g : s.idle_gaps) gaps.push_back(json{{"start_ns", g.start_ns}, {"end_ns", g.end_ns}});
   json path = json::array();

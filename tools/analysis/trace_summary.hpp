@@ -13,6 +13,11 @@ struct LaneBusy {
   std::string lane;
   std::int64_t busy_ns = 0;  // union of the lane's intervals
   std::size_t events = 0;
+  // The lane idle between two of its own events (between its merged intervals): how long a device
+  // sat between a loop's chunks or a pipeline's commands. Nearest-rank percentiles; 0 with fewer
+  // than two intervals. A lane idle for want of work counts too: read the median first.
+  std::size_t gaps = 0;
+  std::int64_t gap_median_ns = 0, gap_p90_ns = 0;
 };
 
 struct TimeInterval {

@@ -20,6 +20,15 @@ std::string ms(std::int64_t ns) {
   return buf;
 }
 
+std::string us(std::int64_t ns) {  // 11 characters: µs below 10 ms, else ms
+  char buf[32];
+  if (ns < 10'000'000)
+    std::snprintf(buf, sizeof buf, "%8.1f us", double(ns) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%8.1f ms", double(ns) / 1e6);
+  return buf;
+}
+
 double percent(std::int64_t part, std::int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
 struct ReportArgs {
@@ -44,10 +53,14 @@ void run_report(const ReportArgs& a) {
   }
   if (!s.from.empty()) std::printf("from '%s' on (events that started before it left out)\n", s.from.c_str());
   std::printf("wall time      %12s  (first start to last end)\n", ms(s.wall_ns).c_str());
-  std::printf("lane                   busy   of wall  events\n");
-  for (const auto& l : s.lanes)
-    std::printf("  %-12s %12s  %6.1f %%  %6zu\n", l.lane.c_str(), ms(l.busy_ns).c_str(), percent(l.busy_ns, s.wall_ns),
+  // gaps: the lane idle between two of its own events (a device between a loop's chunks, say).
+  std::printf("lane                   busy   of wall  events    gaps  median gap     p90 gap\n");
+  for (const auto& l : s.lanes) {
+    std::printf("  %-12s %12s  %6.1f %%  %6zu", l.lane.c_str(), ms(l.busy_ns).c_str(), percent(l.busy_ns, s.wall_ns),
                 l.events);
+    if (l.gaps > 0) std::printf("  %6zu %11s %11s", l.gaps, us(l.gap_median_ns).c_str(), us(l.gap_p90_ns).c_str());
+    std::printf("\n");
+  }
   std::printf("busy (any)     %12s  %6.1f %%\n", ms(s.busy_ns).c_str(), percent(s.busy_ns, s.wall_ns));
   std::printf("overlap        %12s  %6.1f %%  (two or more lanes busy at once)\n", ms(s.overlap_ns).c_str(),
               percent(s.overlap_ns, s.wall_ns));
