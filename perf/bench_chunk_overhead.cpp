@@ -6,7 +6,9 @@
 //   chunks) and under logfit (its own chunks);
 // - device: the hand-written equivalent of one device slot — per chunk a kernel over the chunk with a
 //   global offset, a read of its region back, a wait on that read — against the loop with only a
-//   device body under dynamic:CHUNK and logfit. The controller profiles, as LogFit needs.
+//   device body under dynamic:CHUNK and logfit; each twice, side by side: on queues that profile
+//   (as LogFit's chunk times want) and on queues that do not (NVIDIA charges ~6 us a command for a
+//   profiled event, tools/drivers/chunk_chain_probe.c; the loop then times chunks by the host clock).
 // "added us/chunk" = (call − the plain version's call) / the loop's chunks, where both cut the same
 // chunks (dynamic); LogFit's rows show its own chunks and their mean cost. Medians of CALLS calls
 // of one loop each (its scheduler's state kept, as time steps), after one warm-up call.
@@ -50,8 +52,8 @@ double median(std::vector<double> v) {
 // before the next chunk is enqueued (as one device slot does).
 class RawChunks {
  public:
-  RawChunks(const DeviceInfo& device, std::size_t n) : context_(device.device), n_(n) {
-    queue_ = cl::CommandQueue(context_, device.device, CL_QUEUE_PROFILING_ENABLE);
+  RawChunks(const DeviceInfo& device, std::size_t n, bool profiling) : context_(device.device), n_(n) {
+    queue_ = cl::CommandQueue(context_, device.device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0);
     program_ = cl::Program(context_, kSource);
     program_.build();
     kernel_ = cl::Kernel(program_, "affine");
@@ -115,32 +117,47 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    ControllerOptions o;
-    o.profiling = true;  // LogFit times device chunks by profiling
-    Controller c(o);
-    auto x = c.tile<float>(n, "x");
-    auto y = c.tile<float>(n, "y");
-    std::fill_n(x.data(), n, 1.0f);
-    Kernel affine = c.kernel_from_source(kSource, "affine");
+    // One controller per side of the profiling question; the CPU rows run on the profiling one.
+    struct Side {
+      bool profiling;
+      Controller c;
+      Tile<float> x, y;
+      Kernel affine;
+      Side(bool profile, std::size_t n)
+          : profiling(profile),
+            c([&] {
+              ControllerOptions o;
+              o.profiling = profile;
+              return o;
+            }()),
+            x(c.tile<float>(n, "x")),
+            y(c.tile<float>(n, "y")),
+            affine(c.kernel_from_source(kSource, "affine")) {
+        std::fill_n(x.data(), n, 1.0f);
+      }
+    };
+    Side profiled(true, n), plain_side(false, n);
+    Controller& c = profiled.c;
+    auto& x = profiled.x;
+    auto& y = profiled.y;
     auto cpu_body = [&](Chunk ch) {
       for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2.0f * x[i] + 1.0f;
     };
-    auto device_body = [&](Controller& ctl, Chunk ch) {
-      ctl.launch(affine, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
-    };
-    auto writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
 
     // The loop's median call; its chunks, and how many CPU workers it ran.
-    auto loop_row = [&](const std::string& side, const std::string& scheduler, bool cpu, unsigned* workers) {
+    auto loop_row = [&](Side& on, const std::string& side, const std::string& scheduler, bool cpu, unsigned* workers) {
       LoopBody body;
       if (cpu) {
         body.cpu = cpu_body;
       } else {
-        body.device = device_body;
-        body.constants = {in(x)};  // moved once, as the hand-written version does
+        body.device = [&on](Controller& ctl, Chunk ch) {
+          ctl.launch(on.affine, Range(ch.size()).offset(ch.begin), in(on.x), out(on.y.region(span_of(ch))),
+                     cl_ulong(ch.end));
+        };
+        body.constants = {in(on.x)};  // moved once, as the hand-written version does
       }
-      body.writes = writes;
-      HeteroLoop loop(c, body, LoopOptions{.scheduler = scheduler});
+      body.writes = [&on](Chunk ch) { return std::vector<Access>{out(on.y.region(span_of(ch)))}; };
+      HeteroLoop loop(on.c, body, LoopOptions{.scheduler = scheduler});
       loop(n);  // warm-up: program builds, first allocations, the scheduler's first call
       std::vector<double> times;
       std::vector<std::size_t> chunks;
@@ -151,7 +168,8 @@ int main(int argc, char** argv) {
         if (workers) *workers = r.cpu_workers;
       }
       std::sort(chunks.begin(), chunks.end());
-      return Row{side, "hetflow " + scheduler, median(times), chunks[chunks.size() / 2]};
+      const std::string suffix = cpu || on.profiling ? "" : ", no profiling";
+      return Row{side, "hetflow " + scheduler + suffix, median(times), chunks[chunks.size() / 2]};
     };
 
     std::printf("bench_chunk_overhead on %s; %zu iterations, chunks of %zu, median of %d calls\n",
@@ -160,8 +178,8 @@ int main(int argc, char** argv) {
     const std::string dynamic = "dynamic:" + std::to_string(chunk);
 
     unsigned workers = 1;
-    Row cpu_dynamic = loop_row("cpu", dynamic, true, &workers);
-    Row cpu_logfit = loop_row("cpu", "logfit", true, nullptr);
+    Row cpu_dynamic = loop_row(profiled, "cpu", dynamic, true, &workers);
+    Row cpu_logfit = loop_row(profiled, "cpu", "logfit", true, nullptr);
     tbb::task_arena arena(int(std::max(1u, workers)));
     std::vector<double> plain;
     for (int k = 0; k < calls + 1; ++k)
@@ -179,19 +197,25 @@ int main(int argc, char** argv) {
     const Row cpu_plain{"cpu", "tbb::parallel_for, " + std::to_string(workers) + " threads", median(plain),
                         (n + chunk - 1) / chunk};
     cpu_dynamic.baseline = cpu_plain.seconds;
+    for (const Row& r : {cpu_plain, cpu_dynamic, cpu_logfit}) print(r);
 
-    Row dev_dynamic = loop_row("device", dynamic, false, nullptr);
-    Row dev_logfit = loop_row("device", "logfit", false, nullptr);
-    RawChunks raw(c.device(), n);
-    std::vector<double> by_hand;
-    std::size_t raw_chunks = 0;
-    for (int k = 0; k < calls + 1; ++k) by_hand.push_back(seconds_of([&] { raw_chunks = raw.call(chunk); }));
-    by_hand.erase(by_hand.begin());
-    const Row dev_raw{"device", "OpenCL by hand: kernel, read, wait", median(by_hand), raw_chunks};
-    dev_dynamic.baseline = dev_raw.seconds;
-
-    for (const Row& r : {cpu_plain, cpu_dynamic, cpu_logfit, dev_raw, dev_dynamic, dev_logfit}) print(r);
+    // The device rows, profiled then not; each loop against the hand-written loop on the same kind of queue.
+    for (Side* on : {&profiled, &plain_side}) {
+      const bool profiling = on->profiling;
+      Row dev_dynamic = loop_row(*on, "device", dynamic, false, nullptr);
+      Row dev_logfit = loop_row(*on, "device", "logfit", false, nullptr);
+      RawChunks raw(on->c.device(), n, profiling);
+      std::vector<double> by_hand;
+      std::size_t raw_chunks = 0;
+      for (int k = 0; k < calls + 1; ++k) by_hand.push_back(seconds_of([&] { raw_chunks = raw.call(chunk); }));
+      by_hand.erase(by_hand.begin());
+      const Row dev_raw{"device", profiling ? "OpenCL by hand: kernel, read, wait" : "by hand, no profiling",
+                        median(by_hand), raw_chunks};
+      dev_dynamic.baseline = dev_raw.seconds;
+      for (const Row& r : {dev_raw, dev_dynamic, dev_logfit}) print(r);
+    }
     c.wait_all();
+    plain_side.c.wait_all();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_chunk_overhead: %s\n", e.what());
     return 1;
