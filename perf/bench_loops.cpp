@@ -3,8 +3,10 @@
 // a HeteroLoop kept across calls (time steps); the calls of all variants are interleaved, and the
 // first CALLS/3 of each are left out of the medians (LogFit explores there). The oracle searches its
 // best static split first, untimed (one share per call: 11, then up to 8 more around the best).
-//   bench_loops WORKLOAD SIZE [CALLS=12] [DYNAMIC_CHUNK=n/64] [--fast-math]
+//   bench_loops WORKLOAD SIZE [CALLS=12] [DYNAMIC_CHUNK=n/64] [--fast-math] [--no-profiling]
 //     WORKLOAD = mandelbrot | nbody | spmv | barneshut; SIZE as `hetflow run`'s --size.
+//     --no-profiling: the controllers do not profile, so device chunks are timed by the host clock
+//     (NVIDIA charges ~6 us a command for a profiled event: docs/parallel-for.md).
 // Prints per variant the median time, the iterations the device ran, and the efficiency against the
 // ideal 1 / (1/T_cpu + 1/T_device) (EngineCL's and LogFit's measure).
 //
@@ -43,14 +45,14 @@ std::vector<std::string> split_commas(const std::string& text) {
 // tiles of its own controller (a one-device loop must own its tiles); the loop over all devices uses
 // the first's, which the others reach through their views (include/hetflow/parallel_for.hpp).
 int compare_devices(const std::vector<std::string>& selections, const std::string& workload, std::size_t size,
-                    int calls, bool fast) {
+                    int calls, bool fast, bool profiling) {
   std::vector<std::unique_ptr<Controller>> ctls;
   std::vector<std::unique_ptr<workloads::LoopWorkload>> ws;
   for (const auto& sel : selections) {
     if (sel.empty()) throw UsageError("HETFLOW_LOOP_DEVICES has an empty device selection");
     ControllerOptions o;
     o.device = sel;
-    o.profiling = true;  // device chunks are timed by their kernels' profiling counters
+    o.profiling = profiling;  // device chunks are timed by their kernels' profiling counters
     ctls.push_back(std::make_unique<Controller>(o));
     ws.push_back(workloads::make_loop_workload(*ctls.back(), workload, size, fast));
   }
@@ -114,7 +116,8 @@ int compare_devices(const std::vector<std::string>& selections, const std::strin
       t_cpu = steady(r.seconds);
     else if (r.alone >= 0)
       t_dev[std::size_t(r.alone)] = steady(r.seconds);
-  std::printf("%s, %d calls each, medians of the last %d\n", ws[0]->describe().c_str(), calls, calls - calls / 3);
+  std::printf("%s, %d calls each, medians of the last %d%s\n", ws[0]->describe().c_str(), calls, calls - calls / 3,
+              profiling ? "" : ", no profiling (chunks timed by the host clock)");
   for (std::size_t d = 0; d < devices; ++d)
     std::printf("dev%zu = %s (%s), selected by '%s'\n", d, ctls[d]->device().name.c_str(),
                 ctls[d]->device().platform_name.c_str(), selections[d].c_str());
@@ -140,24 +143,28 @@ int compare_devices(const std::vector<std::string>& selections, const std::strin
 
 int main(int argc, char** argv) {
   std::vector<std::string> args;
-  bool fast = false;
+  bool fast = false, profiling = true;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--fast-math")
       fast = true;
+    else if (std::string(argv[i]) == "--no-profiling")
+      profiling = false;
     else
       args.emplace_back(argv[i]);
   }
   if (args.size() < 2) {
-    std::fprintf(stderr, "usage: %s mandelbrot|nbody|spmv|barneshut SIZE [CALLS=12] [DYNAMIC_CHUNK] [--fast-math]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s mandelbrot|nbody|spmv|barneshut SIZE [CALLS=12] [DYNAMIC_CHUNK] [--fast-math] [--no-profiling]\n",
+        argv[0]);
     return 2;
   }
   try {
     const int calls = args.size() > 2 ? std::atoi(args[2].c_str()) : 12;
     if (const char* list = std::getenv("HETFLOW_LOOP_DEVICES"); list && *list)
-      return compare_devices(split_commas(list), args[0], std::stoull(args[1]), calls, fast);
+      return compare_devices(split_commas(list), args[0], std::stoull(args[1]), calls, fast, profiling);
     ControllerOptions copts;
-    copts.profiling = true;  // device chunks are timed by their kernels' profiling counters
+    copts.profiling = profiling;  // device chunks are timed by their kernels' profiling counters
     Controller c(copts);
     auto w = workloads::make_loop_workload(c, args[0], std::stoull(args[1]), fast);
     const std::size_t n = w->size();
@@ -214,8 +221,9 @@ int main(int argc, char** argv) {
     };
     const double t_cpu = steady(variants[0].seconds), t_dev = steady(variants[1].seconds);
     const double ideal = 1.0 / (1.0 / t_cpu + 1.0 / t_dev);
-    std::printf("%s on %s (%s), %d calls each, medians of the last %d\n", w->describe().c_str(),
-                c.device().name.c_str(), c.device().platform_name.c_str(), calls, calls - calls / 3);
+    std::printf("%s on %s (%s), %d calls each, medians of the last %d%s\n", w->describe().c_str(),
+                c.device().name.c_str(), c.device().platform_name.c_str(), calls, calls - calls / 3,
+                profiling ? "" : ", no profiling (chunks timed by the host clock)");
     std::printf("%-18s %10s %12s %10s %10s\n", "variant", "time s", "device share", "efficiency", "vs device");
     for (auto& v : variants) {
       const double t = steady(v.seconds);
