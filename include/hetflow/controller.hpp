@@ -143,9 +143,9 @@ class Controller {
   // waits for the commands writing t's device image instead (a kernel's end), with no transfer.
   // Never blocks, and no thread blocks or spins for it while the device works: the engine learns of
   // the commands' end from a sleeping poll (every ≤ 1 ms) while a hook waits, and from the driver's
-  // callbacks on a device whose callbacks come sooner than that (PoCL's; not NVIDIA's). fn may submit requests (async
-  // policy, as in a host task); if it throws, a later wait reports it as a failed request. This is what flow-graph
-  // nodes (hetflow/flow.hpp) are built on.
+  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn may submit requests
+  // (async policy, as in a host task); if it throws, a later wait reports it as a failed request.
+  // This is what flow-graph nodes (hetflow/flow.hpp) are built on.
   template <class F, class... Roles>
     requires std::is_invocable_v<F&, const Outcome&>
   void on_ready(std::string name, F&& fn, Roles&&... roles) {
