@@ -24,19 +24,6 @@
 
 #include "probe_device.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-static int cmp(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return v[n / 2];
-}
 static void CL_CALLBACK noop(cl_event e, cl_int s, void* d) { (void)e, (void)s, (void)d; }
 static cl_int status_of(cl_event e) {
   cl_int s = CL_QUEUED;

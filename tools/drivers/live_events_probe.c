@@ -13,16 +13,6 @@
 
 #include "probe_device.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-static int cmp(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
 /* keep: events alive behind the newest (release event i once i+keep is enqueued); query 1: ask the
  * status of the event `keep` back after each enqueue; query 2: after every 16th enqueue, ask the
  * status of the 16 events from `keep` back (as many as are alive: the same number of queries, in

@@ -5,6 +5,7 @@
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static void check(cl_int err, const char* what) {
   if (err != CL_SUCCESS) {
@@ -31,4 +32,20 @@ static cl_device_id probe_device(int platform) {
     if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
   if (!dev) check(CL_DEVICE_NOT_FOUND, "no OpenCL device: clGetDeviceIDs");
   return dev;
+}
+
+/* Monotonic wall time in microseconds. */
+static inline double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+/* qsort's comparison of doubles, and the median of n of them (sorts v). */
+static inline int cmp(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+static inline double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return v[n / 2];
 }
