@@ -6,12 +6,24 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace test {
+
+// Sleeps the test thread (not the engine) in 1 ms steps until `done` or 30 s have passed; whether it came.
+inline bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+inline bool eventually(const std::atomic<bool>& flag) {
+  return eventually([&flag] { return flag.load(); });
+}
 
 inline hetflow::ControllerOptions options(hetflow::Policy p, unsigned kernel_queues = 1) {
   hetflow::ControllerOptions o;

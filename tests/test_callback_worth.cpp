@@ -46,12 +46,6 @@ class LogCapture {
   spdlog::level::level_enum before_;
 };
 
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
-}
-
 struct Env {
   const char* name;
   Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
@@ -136,7 +130,7 @@ TEST_CASE(
           "check", [&, x, start] { (test::all_equal(x, 2 * start + 1) ? host_ok : wrong)++; }, in(x));
     }
   }
-  REQUIRE(eventually([&] { return hooks_ok + host_ok + wrong == rounds; }));
+  REQUIRE(test::eventually([&] { return hooks_ok + host_ok + wrong == rounds; }));
   CHECK(wrong == 0);
   c.wait_all();
   const std::string lines = captured.text();
@@ -155,7 +149,7 @@ TEST_CASE(
         told = true;
       },
       device_image(in(y)));
-  REQUIRE(eventually([&] { return told.load(); }));
+  REQUIRE(test::eventually([&] { return told.load(); }));
   CHECK(error.find("'faulty'") != std::string::npos);
   CHECK_THROWS_AS(c.wait_all(), RequestFailed);
 }

@@ -11,14 +11,6 @@ using namespace hetflow;
 
 namespace {
 
-// Spins the test thread (not the engine) until `flag` is set or 30 s have passed.
-bool eventually(const std::atomic<bool>& flag) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!flag.load() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return flag.load();
-}
-
 std::size_t count_kind(const std::vector<RequestRecord>& recs, const std::string& kind) {
   return std::size_t(std::count_if(recs.begin(), recs.end(), [&](const RequestRecord& r) { return r.kind == kind; }));
 }
@@ -45,7 +37,7 @@ TEST_CASE("on_ready runs after the kernel and the transfer it waits for, and see
           ran = true;
         },
         in(x));
-    REQUIRE(eventually(ran));
+    REQUIRE(test::eventually(ran));
     CHECK(seen.ok());
     CHECK(saw_result);
     c.wait_all();
@@ -66,7 +58,7 @@ TEST_CASE("on_ready is told a failure it waited for, runs anyway, and the failur
         ran = true;
       },
       device_image(in(x)));
-  REQUIRE(eventually(ran));
+  REQUIRE(test::eventually(ran));
   CHECK_FALSE(seen.ok());
   CHECK(seen.error.find("'move_to(x)'") != std::string::npos);
   CHECK(seen.error.find("cancelled") != std::string::npos);
@@ -95,7 +87,7 @@ TEST_CASE("device_image(in(t)) waits for the kernel that writes t, with no trans
         ran = true;
       },
       device_image(in(b)));
-  REQUIRE(eventually(ran));
+  REQUIRE(test::eventually(ran));
   CHECK(seen.ok());
   const auto recs = c.records();
   CHECK(std::any_of(recs.begin(), recs.end(),
@@ -117,7 +109,7 @@ TEST_CASE("on_ready returns at once while what it waits for is still running") {
   c.on_ready([&](const Outcome&) { ran = true; }, in(x));  // returns while the gate is shut
   CHECK_FALSE(ran.load());
   open = true;
-  REQUIRE(eventually(ran));
+  REQUIRE(test::eventually(ran));
   c.wait_all();
 }
 
@@ -133,7 +125,7 @@ TEST_CASE("on_ready fires when the driver's completion callbacks never come (the
   c.move_from(x);
   std::atomic<bool> ran{false};
   c.on_ready([&](const Outcome& o) { ran = o.ok() && test::all_equal(x, 1.0f); }, in(x));
-  REQUIRE(eventually(ran));
+  REQUIRE(test::eventually(ran));
   c.wait_all();
 }
 
@@ -153,7 +145,7 @@ TEST_CASE("a host task after a device command runs when completion callbacks nev
   std::atomic<bool> ran{false};
   c.host_task(
       "reader", [&] { ran = test::all_equal(x, 1.0f); }, in(x));
-  REQUIRE(eventually(ran));
+  REQUIRE(test::eventually(ran));
   c.wait_all();
 }
 
