@@ -652,6 +652,12 @@ TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
     CHECK(r.status == 1);
     CHECK(r.output.find(invalid.string()) != std::string::npos);
     CHECK(r.output.find("not JSON") != std::string::npos);
+    // A directory reads as empty: it used to be "not JSON ... unexpected end of input".
+    r = cli(std::string(cmd) + " " + quoted(dir));
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("'" + dir.string() + "' is a directory, not a file") != std::string::npos);
+    CHECK(r.output.find("not JSON") == std::string::npos);
   }
   auto r = cli("dump " + quoted(other));
   CHECK(r.status == 1);
@@ -671,6 +677,51 @@ TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
   CHECK(r.status == 1);
   CHECK(r.output.find("'dot -Tsvg' failed") != std::string::npos);
   CHECK(r.output.find("no-such-dir") != std::string::npos);
+}
+
+TEST_CASE("hetflow dump refuses a selection of no request, saying why, and writes nothing") {
+  // 1 → 2 on tile a, 2 → 3 on tile "in flight", 4 alone.
+  std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 1), node(2, "kernel", "B", "kernel0", 1, 2),
+                                  node(3, "D2H", "C", "D2H", 2, 3), node(4, "host", "D", "host", 3, 4)};
+  recs[1].in_edges.push_back(edge(1, 2));
+  recs[2].in_edges.push_back(edge(2, 3, "RAW", "in flight"));
+  const fs::path dir = out_dir();
+  const fs::path file = dir / "select-dump.json";
+  const fs::path svg = dir / "select-dump-out.svg";
+  spit(file, hetflow::to_json(recs, {"dev", "async", {}}));
+  struct Case {
+    std::string args, said;
+  };
+  for (const Case& c : {
+           Case{"--tile nosuchtile", "--tile 'nosuchtile': no request in dump '" + file.string() +
+                                         "' has a hazard on that tile or names it; the tiles its hazards are on: 'a', "
+                                         "'in flight'"},
+           Case{"--from 3 --to 2", "--from 3 is after --to 2: the range of request numbers is empty"},
+           Case{"--from 5",
+                "no request in dump '" + file.string() + "' is within --from 5; its requests are numbered 1 to 4"},
+           Case{"--tile a --from 3", "no request on tile 'a' in dump '" + file.string() +
+                                         "' is within --from 3; its requests on that tile are numbered 1 to 2"},
+       }) {
+    CAPTURE(c.args);
+    fs::remove(svg);
+    const auto r = cli("dump " + quoted(file) + " " + c.args + " --svg " + quoted(svg));
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find(c.said) != std::string::npos);
+    CHECK_FALSE(fs::exists(svg));
+  }
+  // What does select something is drawn, and the line says which part by the options given.
+  const auto r = cli("dump " + quoted(file) + " --tile 'in flight' --to 3 --dot " + quoted(dir / "select-dump.dot"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("showing 2 of 4 requests (--to 3 --tile in flight)") != std::string::npos);
+  // A dump of no request, with no selection, is drawn (empty) as before.
+  spit(file, hetflow::to_json({}, {"dev", "async", {}}));
+  const auto empty = cli("dump " + quoted(file) + " --dot " + quoted(dir / "select-dump.dot"));
+  INFO(empty.output);
+  CHECK(empty.status == 0);
+  CHECK(cli("dump " + quoted(file) + " --to 9 --dot " + quoted(dir / "select-dump.dot"))
+            .output.find("has no requests to select with --to 9") != std::string::npos);
 }
 
 TEST_CASE("write_env_dumps writes HETFLOW_DUMP's JSON, DOT and topology, and HETFLOW_TRACE's trace") {

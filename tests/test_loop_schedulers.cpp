@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <hetflow/errors.hpp>
 #include <memory>
 #include <queue>
 #include <string>
 #include <vector>
 
+#include "loop_scheduler_spec.hpp"
 #include "loop_schedulers.hpp"
 #include "loop_simulation.hpp"
 
@@ -391,4 +393,45 @@ TEST_CASE("a bin the CPU never ran is priced from the one after it, doubled per 
   CHECK(guessing.within_tail(430e-6, 250) == 250);  // capped
   CHECK(cautious.within_tail(10e-3, 25'600) == doctest::Approx(298).epsilon(0.03));
   CHECK(cautious.within_tail(0, 25'600) == 0);
+}
+
+TEST_CASE("a scheduler spec is plain decimal, refused whole when out of range, and has no blank anywhere") {
+  using hetflow::UsageError;
+  CHECK(make_loop_scheduler("dynamic:18446744073709551615", 1)->name() == "dynamic(18446744073709551615)");
+  CHECK(make_loop_scheduler("dynamic:0064", 1)->name() == "dynamic(64)");
+  CHECK(make_loop_scheduler("static:.5", 1)->name() == make_loop_scheduler("static:0.5", 1)->name());
+  CHECK(make_loop_scheduler("static:1.", 1)->name() == make_loop_scheduler("static:1", 1)->name());
+  CHECK(make_loop_scheduler("static:0.25,0.5", 1, 2) != nullptr);
+  struct Case {
+    const char* spec;
+    const char* said;
+  };
+  // Each was accepted before: the overflows clamped to 9223372036854775807, strtoll and strtod
+  // skipping a leading blank (not a trailing one) and reading a sign, hex and exponents.
+  for (const Case& c : {
+           Case{"dynamic:99999999999999999999999",
+                "loop scheduler 'dynamic:99999999999999999999999': the chunk 99999999999999999999999 is out of range: "
+                "it "
+                "must be from 1 to 18446744073709551615"},
+           Case{"dynamic:18446744073709551616", "the chunk 18446744073709551616 is out of range"},
+           Case{"dynamic:0", "the chunk must be a positive whole number, not 0"},
+           Case{"dynamic:+5", "the chunk '+5' must be a positive whole number in plain decimal digits"},
+           Case{"dynamic:-5", "the chunk '-5' must be"},
+           Case{"dynamic:0x10", "the chunk '0x10' must be"},
+           Case{"dynamic:5.0", "the chunk '5.0' must be"},
+           Case{"dynamic: 5", "loop scheduler 'dynamic: 5': it has a blank in it"},
+           Case{"dynamic:5 ", "loop scheduler 'dynamic:5 ': it has a blank in it"},
+           Case{" logfit", "it has a blank in it"},
+           Case{"static:0.5,\t0.5", "it has a blank in it"},
+           Case{"static:0x0.8", "share '0x0.8' must be a number from 0 to 1 in plain decimal"},
+           Case{"static:5e-1", "share '5e-1' must be"},
+           Case{"static:+0.5", "share '+0.5' must be"},
+           Case{"static:-0", "share '-0' must be"},
+           Case{"static:nan", "share 'nan' must be"},
+           Case{"static:.", "share '.' must be"},
+           Case{"static:1.5", "share '1.5' must be a number from 0 to 1"},
+       }) {
+    CAPTURE(c.spec);
+    CHECK_THROWS_WITH_AS(make_loop_scheduler(c.spec, 1, 2), doctest::Contains(c.said), UsageError);
+  }
 }

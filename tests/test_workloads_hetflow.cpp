@@ -188,3 +188,17 @@ TEST_CASE("hetflow run: the default job prints its table, and bad options are cl
   out = r.output;
   CHECK(out.find("--slots") != std::string::npos);
 }
+
+TEST_CASE("hetflow run LOOP ends its last line, so an error after it starts a line of its own") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  const std::string args = " run mandelbrot --size 32 --calls 1 --cpu-workers 1 --dump /nonexistent-hetflow-dir/x.json";
+  // stdout alone: its last line is the scheduler's name, ended.
+  auto r = test::run_command("{ " + cli + args + " 2>/dev/null; }");
+  INFO(r.output);
+  CHECK(r.output.find("\n\nlogfit\n") != std::string::npos);
+  CHECK((!r.output.empty() && r.output.back() == '\n'));
+  r = test::run_command(cli + args);
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("logfit\nhetflow: cannot write dump '/nonexistent-hetflow-dir/x.json'") != std::string::npos);
+}

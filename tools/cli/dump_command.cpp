@@ -7,16 +7,20 @@
 #include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analysis/dump_reader.hpp"
 #include "dump_report_commands.hpp"
+#include "numbers.hpp"
 
 extern char** environ;
 
@@ -132,13 +136,68 @@ struct DumpArgs {
   CLI::Option *svg_opt = nullptr, *png_opt = nullptr, *dot_opt = nullptr;
 };
 
+// The selection as the user gave it: "--from 5 --to 9 --tile a" (only the options given).
+std::string window_text(const RequestWindow& w) {
+  std::string text;
+  if (w.from != 0) text += "--from " + std::to_string(w.from);
+  if (w.to != UINT64_MAX) text += std::string(text.empty() ? "" : " ") + "--to " + std::to_string(w.to);
+  if (!w.tile.empty()) text += std::string(text.empty() ? "" : " ") + "--tile " + w.tile;
+  return text;
+}
+
+// "'a', 'b', 'c'" (a tile's name may have blanks), the first `most` of them, then how many in all.
+std::string listed(const std::set<std::string>& names, std::size_t most = 20) {
+  std::string text;
+  std::size_t n = 0;
+  for (const auto& name : names) {
+    if (n++ == most) return text + ", ... (" + std::to_string(names.size()) + " in all)";
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  }
+  return text;
+}
+
+std::string numbered(const std::vector<RequestRecord>& records) {
+  const auto [lo, hi] = std::minmax_element(records.begin(), records.end(),
+                                            [](const RequestRecord& x, const RequestRecord& y) { return x.id < y.id; });
+  return "numbered " + std::to_string(lo->id) + " to " + std::to_string(hi->id);
+}
+
+// An empty selection is the user's mistake (a misspelt tile, a range past the last request, --from
+// after --to), not a graph to draw: an empty SVG would look like a program that made no requests.
+void check_selection(const std::vector<RequestRecord>& all, const std::vector<RequestRecord>& selected,
+                     const RequestWindow& w, const std::string& file) {
+  if (!selected.empty() || window_text(w).empty()) return;  // a dump of no requests, drawn whole, is no mistake
+  if (w.from > w.to)
+    throw UsageError("--from " + std::to_string(w.from) + " is after --to " + std::to_string(w.to) +
+                     ": the range of request numbers is empty");
+  if (all.empty()) throw UsageError("dump '" + file + "' has no requests to select with " + window_text(w));
+  RequestWindow tile_only;
+  tile_only.tile = w.tile;
+  const std::vector<RequestRecord> on_tile = w.tile.empty() ? all : select_requests(all, tile_only);
+  if (on_tile.empty()) {
+    std::set<std::string> tiles;
+    for (const auto& r : all)
+      for (const auto& e : r.in_edges)
+        if (!e.tile.empty()) tiles.insert(e.tile);
+    throw UsageError("--tile '" + w.tile + "': no request in dump '" + file +
+                     "' has a hazard on that tile or names it; " +
+                     (tiles.empty() ? std::string("its requests have no hazard on any tile")
+                                    : "the tiles its hazards are on: " + listed(tiles)));
+  }
+  RequestWindow range = w;
+  range.tile.clear();
+  throw UsageError("no request " + (w.tile.empty() ? std::string() : "on tile '" + w.tile + "' ") + "in dump '" + file +
+                   "' is within " + window_text(range) + "; its requests " +
+                   (w.tile.empty() ? std::string() : "on that tile ") + "are " + numbered(on_tile));
+}
+
 void run_dump(const DumpArgs& a) {
   const auto [all_records, info] = load_dump(a.file);
   const std::vector<RequestRecord> records = select_requests(all_records, a.window);
+  check_selection(all_records, records, a.window, a.file);
   if (records.size() < all_records.size())
-    std::printf("%s: showing %zu of %zu requests (--from %llu --to %llu%s)\n", a.file.c_str(), records.size(),
-                all_records.size(), (unsigned long long)a.window.from, (unsigned long long)a.window.to,
-                a.window.tile.empty() ? "" : (" --tile " + a.window.tile).c_str());
+    std::printf("%s: showing %zu of %zu requests (%s)\n", a.file.c_str(), records.size(), all_records.size(),
+                window_text(a.window).c_str());
   DotOptions options;
   options.hide_redundant = !a.all_edges;
   options.layout = a.layout == "graphviz" ? DotOptions::Layout::graphviz : DotOptions::Layout::lanes;
@@ -214,8 +273,10 @@ void add_dump_command(CLI::App& app) {
   cmd->add_flag("--flow-graph", args->flow_graph,
                 "Draw the program's own flow graph instead (its hetflow nodes and loops, the paths its messages "
                 "took, their counts; default output FILE with .flow.svg)");
-  cmd->add_option("--from", args->window.from, "Only requests numbered from this one on");
-  cmd->add_option("--to", args->window.to, "Only requests numbered up to this one");
+  cmd->add_option("--from", args->window.from, "Only requests numbered from this one on")
+      ->transform(whole_number(0, UINT64_MAX));
+  cmd->add_option("--to", args->window.to, "Only requests numbered up to this one")
+      ->transform(whole_number(0, UINT64_MAX));
   cmd->add_option("--tile", args->window.tile, "Only requests with a hazard on this tile (or that name it)");
   cmd->callback([args] { run_dump(*args); });
 }

@@ -4,12 +4,14 @@
 #include <hetflow/trace.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "analysis/trace_summary.hpp"
 #include "dump_report_commands.hpp"
+#include "numbers.hpp"
 
 namespace hetflow::cli {
 namespace {
@@ -92,7 +94,9 @@ void add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Summarise a trace: busy time per lane, overlap, idle gaps, critical path");
   cmd->add_option("trace", args->file, "Chrome trace written by hetflow (HETFLOW_TRACE)")->required();
   cmd->add_flag("--json", args->json, "Print the summary as JSON");
-  cmd->add_option("--gaps", args->gaps, "How many of the largest idle gaps to list")->capture_default_str();
+  cmd->add_option("--gaps", args->gaps, "How many of the largest idle gaps to list")
+      ->capture_default_str()
+      ->transform(whole_number(0, SIZE_MAX));
   cmd->add_option("--from", args->from,
                   "Summarise from the first event of this name on, e.g. \"generate frame 0\" (a pipeline's "
                   "timed part, its warm-up left out)");

@@ -3,6 +3,7 @@
 #include <hetflow/hetflow.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "numbers.hpp"
 #include "run_loop.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
@@ -58,11 +60,11 @@ void run_loop_workload(const RunOptions& o) {
   l.trace = o.trace;
   if (o.frames > 0) l.calls = o.frames;
   if (!o.size.empty()) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(o.size.c_str(), &end, 10);
-    if (*end != '\0' || n == 0)
-      throw UsageError("--size '" + o.size + "': " + o.workload + " takes one positive number");
-    l.size = std::size_t(n);
+    const auto n = parse_whole_number(o.size, 1, SIZE_MAX);
+    if (!n)
+      throw UsageError("--size '" + o.size + "': " + o.workload + " takes one size, " +
+                       whole_number_range(1, SIZE_MAX) + " (plain decimal digits)");
+    l.size = std::size_t(*n);
   }
   run_loop(l);
 }
@@ -76,18 +78,12 @@ std::pair<int, int> parse_size(const std::string& text, std::pair<int, int> fall
                                                                    {"16k", {15360, 8640}}};
   if (text.empty()) return fallback;
   if (auto it = named.find(text); it != named.end()) return it->second;
-  try {
-    std::size_t pos = 0;
-    const int w = std::stoi(text, &pos);
-    if (pos == text.size()) return {w, w};
-    if (text[pos] == 'x' || text[pos] == 'X') {
-      std::size_t pos2 = 0;
-      const int h = std::stoi(text.substr(pos + 1), &pos2);
-      if (pos + 1 + pos2 == text.size()) return {w, h};
-    }
-  } catch (const std::exception&) {
-  }
-  throw UsageError("--size '" + text + "' is not 720p, 1080p, 4k, 8k, 16k, WxH or N");
+  const auto x = text.find_first_of("xX");
+  const auto w = parse_whole_number(text.substr(0, x), 1, INT_MAX);
+  const auto h = x == std::string::npos ? w : parse_whole_number(text.substr(x + 1), 1, INT_MAX);
+  if (w && h) return {int(*w), int(*h)};
+  throw UsageError("--size '" + text + "' is not 720p, 1080p, 4k, 8k, 16k, WxH or N (W, H and N each " +
+                   whole_number_range(1, INT_MAX) + ")");
 }
 
 struct Outcome {
@@ -306,19 +302,28 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--cpu-workers", o->cpu_workers,
                   "loops: CPU chunks at once (most: the TBB threads less one, kept for the devices; default: that, "
                   "less two per device past the first)")
-      ->check(CLI::Range(1, 4096));
+      ->transform(whole_number(1, 4096));
   cmd->add_option("--device-slots", o->device_slots,
                   "loops: device chunks in flight per device, the next one queued behind the one running so its "
                   "kernel overlaps that one's transfer back (default 1)")
-      ->check(CLI::Range(1, 8));
+      ->transform(whole_number(1, 8));
   cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
   cmd->add_option("--size", o->size,
                   "sobel: 720p|1080p|4k|8k|16k|WxH (default 1080p); jacobi, matpow: N (default 1024, 256); "
                   "mandelbrot: image side (1024); nbody, barneshut: bodies (16384, 100000); spmv: R-MAT scale (16)");
-  cmd->add_option("--frames,--iters,--products,--calls", o->frames,
-                  "frames (sobel, default 100), iterations (jacobi, 100), products (matpow, 10), calls of a loop "
-                  "(5)")
-      ->check(CLI::PositiveNumber);
+  // One setting under four names, each its own option: CLI11 names an option in its errors by its
+  // first name, and the user must read the name they typed.
+  std::vector<CLI::Option*> steps;
+  for (const auto& [name, what] :
+       {std::pair{"--frames", "sobel: frames (default 100)"}, std::pair{"--iters", "jacobi: iterations (default 100)"},
+        std::pair{"--products", "matpow: products (default 10)"},
+        std::pair{"--calls", "loops: calls of the loop (default 5)"}})
+    steps.push_back(cmd->add_option(name, o->frames,
+                                    std::string(what) + "; --frames, --iters, --products and --calls are one setting")
+                        ->transform(whole_number(1, INT_MAX)));
+  for (auto* a : steps)
+    for (auto* b : steps)
+      if (a != b) a->excludes(b);
   cmd->add_option("--policy", o->policy, "sync | async | both (default: HETFLOW_POLICY, else both)")
       ->check(CLI::IsMember({"sync", "async", "both"}));
   cmd->add_option("--device", o->device,
@@ -329,17 +334,17 @@ void add_run_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--kernel-queues", o->kernel_queues,
                   "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
-      ->check(CLI::Range(1, 64));
+      ->transform(whole_number(1, 64));
   cmd->add_option("--slots", o->slots,
                   "sobel: frame slots (input and output images) under async; default 4: a slot is held from a "
                   "frame's generation to its H2D (or D2H to consumption), so 2 + host work / copy time per frame "
                   "(19 / 10.5 ms for 16K on the H200 host) keeps the copies from waiting for host work; at 4K on hosts "
                   "with a large L3, 3 is faster (generation and sums then overlap less)")
-      ->check(CLI::Range(1, 1024));
+      ->transform(whole_number(1, 1024));
   cmd->add_option("--host-threads", o->host_threads,
                   "sobel: threads for frame generation and sums; default: the cores the device leaves free (all on "
                   "a GPU, cores - compute units on a CPU device, at least 1)")
-      ->check(CLI::Range(1, 1024));
+      ->transform(whole_number(1, 1024));
   cmd->add_option("--dump", o->dump,
                   "write the task graph of the last run as JSON (and .dot beside it; loops over several devices: each "
                   "further device's as NAME.devD.json)");
@@ -352,7 +357,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", o->repeat,
                   "runs per policy, alternating, the median reported (default: 3 when comparing sync and async, "
                   "else 1)")
-      ->check(CLI::Range(1, 1000));
+      ->transform(whole_number(1, 1000));
   cmd->add_flag("--flow-graph", o->flow_graph,
                 "sobel: build the pipeline as a tbb::flow::graph of hetflow's nodes (include/hetflow/flow.hpp, "
                 "tools/workloads/sobel_flow.cpp) instead of Controller calls; same results");
