@@ -38,7 +38,8 @@ void NodeCore::arrived(Message& m) {
 }
 
 void NodeCore::controller_gone() const {
-  throw UsageError("node '" + name_ + "': its controller was destroyed while the graph still held this message");
+  // note_exception puts the node's name before it, as before any error of the node's.
+  throw UsageError("its controller was destroyed while the graph still held this message");
 }
 
 void NodeCore::note_tile(Message& m, const Access& a) {
@@ -107,7 +108,7 @@ void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> 
     hetflow::detail::Engine::FlowNodeScope made_by(id_);
     c_.submit_hook(name_ + suffix, fn, std::move(roles));
   } catch (const std::exception& e) {  // e.g. DeviceLost: the message must still come out
-    fn(Outcome{std::string("its completion hook was refused: ") + e.what()});
+    fn(Outcome{"node '" + name_ + "': its completion hook was refused: " + e.what()});
   }
 }
 

@@ -102,11 +102,7 @@ Controller::~Controller() {
   // The program's flow nodes stop submitting first (src/controller_life.hpp); then everything
   // submitted finishes; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
   engine_->life()->close();
-  try {
-    engine_->wait_all();
-  } catch (const std::exception&) {
-    // already logged by the engine; a destructor must not throw
-  }
+  engine_->wait_until_quiet();  // host tasks may go on submitting while it waits
   if (engine_->recording) write_env_dumps(*this);
 }
 
@@ -162,6 +158,13 @@ void check_against_device(const DeviceInfo& dev, const Range& range, const std::
   if (items > dev.max_work_group_size)
     throw UsageError(text(what) + ": a work-group of " + std::to_string(items) + " work-items exceeds device '" +
                      dev.name + "''s " + std::to_string(dev.max_work_group_size) + " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+  // The driver would refuse it at the enqueue with a bare CL_INVALID_WORK_GROUP_SIZE.
+  for (unsigned d = 0; d < range.dims() && !dev.non_uniform_work_groups; ++d)
+    if (range.global()[d] % range.local()[d] != 0)
+      throw UsageError(text(what) + ": the global size " + std::to_string(range.global()[d]) + " in dimension " +
+                       std::to_string(d) + " is not a multiple of its work-group size " +
+                       std::to_string(range.local()[d]) + ", which device '" + dev.name +
+                       "' requires (it has no non-uniform work-groups)");
 }
 
 template <class What>
@@ -172,7 +175,8 @@ void check_tile(const detail::Engine& engine, const Access& a, const What& reque
                      ")) is for on_ready hooks only; transfers, kernels and host tasks say by their kind which image "
                      "they touch");
   if (t.freed.load()) throw UsageError(text(request) + ": tile '" + t.name + "' used after free");
-  if (t.owner != &engine) throw UsageError(text(request) + ": tile '" + t.name + "' belongs to another controller");
+  if (t.owner != engine.serial)
+    throw UsageError(text(request) + ": tile '" + t.name + "' belongs to another controller");
   if (a.box.empty())
     throw UsageError(text(request) + ": the region " + a.box.str(t.extent.dims) + " of tile '" + t.name + "' is empty");
   if (!a.box.within(t.extent))
@@ -304,7 +308,8 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
   engine_->submit(std::move(r));
 }
 
-void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses) {
+void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses,
+                             bool on_watching_thread) {
   const std::string what = "on_ready hook '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what, true);
@@ -312,7 +317,7 @@ void Controller::submit_hook(std::string name, std::function<void(const Outcome&
       throw UsageError(what + ": tile '" + a.tile->name +
                        "' is device-only: wait for its device image with device_image(in(t))");
   }
-  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn)});
+  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn), on_watching_thread});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }
@@ -320,12 +325,12 @@ void Controller::submit_hook(std::string name, std::function<void(const Outcome&
 void Controller::wait_all() { engine_->wait_all(); }
 
 void Controller::wait_tile(const std::shared_ptr<detail::TileState>& tile) {
-  if (tile->owner != engine_.get()) throw UsageError("wait: tile '" + tile->name + "' belongs to another controller");
+  if (tile->owner != engine_->serial) throw UsageError("wait: tile '" + tile->name + "' belongs to another controller");
   engine_->wait_tile(tile);
 }
 
 void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
-  if (tile->owner != engine_.get()) throw UsageError("free: tile '" + tile->name + "' belongs to another controller");
+  if (tile->owner != engine_->serial) throw UsageError("free: tile '" + tile->name + "' belongs to another controller");
   if (tile->freed.exchange(true)) throw UsageError("free: tile '" + tile->name + "' was already freed");
   // Runs once every earlier request on the tile is done; dropping the buffers then returns the
   // memory (OpenCL frees it when no command uses it any more).

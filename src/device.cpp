@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -40,6 +41,17 @@ const char* no_platform_help =
     "Install one (on Debian: `apt-get install pocl-opencl-icd` for the CPU, or your GPU vendor's "
     "OpenCL ICD) and check that /etc/OpenCL/vendors/ holds its .icd file "
     "(or point OCL_ICD_VENDORS at the directory that does).";
+
+// `version`: CL_DEVICE_VERSION, "OpenCL <major>.<minor> <vendor text>".
+bool has_non_uniform_work_groups(cl_device_id dev, const std::string& version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "OpenCL %d.%d", &major, &minor) != 2 || major < 2) return false;
+  if (major == 2) return true;  // required of 2.x devices
+  cl_bool supported = CL_FALSE;
+  return clGetDeviceInfo(dev, CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT, sizeof supported, &supported, nullptr) ==
+             CL_SUCCESS &&
+         supported == CL_TRUE;
+}
 
 }  // namespace
 
@@ -105,6 +117,7 @@ std::vector<DeviceInfo> list_devices_unchecked() {
       if (clGetDeviceInfo(dev(), CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr) != CL_SUCCESS)
         unified = (info.type & CL_DEVICE_TYPE_CPU) ? CL_TRUE : CL_FALSE;
       info.host_unified_memory = unified == CL_TRUE;
+      info.non_uniform_work_groups = has_non_uniform_work_groups(dev(), info.version);
       out.push_back(std::move(info));
     }
   }

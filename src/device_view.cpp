@@ -16,8 +16,8 @@ DeviceView::Scope::~Scope() { installed = saved_; }
 
 Access DeviceView::own(const Access& a) {
   const auto& home = a.tile;
-  if (home->owner == &engine_of(device_)) return a;
-  if (home->owner != &home_)
+  if (home->owner == engine_of(device_).serial) return a;
+  if (home->owner != home_.serial)
     throw UsageError("parallel_for on " + side_ + ": tile '" + home->name +
                      "' belongs to neither the loop's first controller nor this one");
   if (home->freed.load()) throw UsageError("parallel_for on " + side_ + ": tile '" + home->name + "' used after free");
@@ -44,7 +44,7 @@ void DeviceView::translate_launch(Engine& engine, Kernel& kernel, std::vector<Ke
   if (kernel && kernel.context()() != engine.context()) kernel = view->own_kernel(kernel);
   for (auto& arg : args) {
     auto* a = std::get_if<Access>(&arg);
-    if (!a || a->tile->owner != &view->home_) continue;
+    if (!a || a->tile->owner != view->home_.serial) continue;
     {
       std::lock_guard lock(view->m_);
       const bool made = view->tiles_.count(a->tile->id) != 0;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "arena_park.hpp"
 #include "cl_call.hpp"
@@ -70,10 +71,16 @@ const ControllerOptions& checked(const ControllerOptions& o) {
   return o;
 }
 
+std::uint64_t next_engine_serial() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 Engine::Engine(const ControllerOptions& options)
-    : choice(select_device(checked(options).device)),
+    : serial(next_engine_serial()),
+      choice(select_device(checked(options).device)),
       policy(policy_from(options)),
       kernel_queue_count(policy == Policy::sync ? 1 : kernel_queues_from(options)),
       recording(record_from(options)),
@@ -232,7 +239,7 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   s->elem_type = elem_type;
   s->device_only = device_only;
   if (device_only) s->latest.store(2, std::memory_order_relaxed);
-  s->owner = this;
+  s->owner = serial;
   const std::size_t bytes = s->bytes();
   const std::string what = "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "'";
   s->device_buffer = cl_call(what.c_str(), [&] { return cl::Buffer(context, CL_MEM_READ_WRITE, bytes); });
@@ -269,7 +276,7 @@ std::shared_ptr<TileState> Engine::make_alias_tile(const std::shared_ptr<TileSta
   s->elem_type = home->elem_type;
   s->device_only = home->device_only;
   s->latest.store(home->device_only ? 2 : 1, std::memory_order_relaxed);
-  s->owner = this;
+  s->owner = serial;
   const std::size_t bytes = s->bytes();
   const std::string what =
       "allocating " + std::to_string(bytes) + " bytes for tile '" + s->name + "' on another device";
@@ -448,11 +455,25 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
   return err;
 }
 
+namespace {
+// Set while Engine::look_at completes what it saw end: the hooks that releases which were submitted
+// on_watching_thread run on this thread (Engine::ready).
+thread_local bool looking_on_watching_thread = false;
+}  // namespace
+
 bool Engine::look_at(const RequestPtr& p) {
   if (p->ended()) return true;
   // Still queued, submitted or running; a failing query (negative) is the driver reporting a fault: ended.
-  if (command_status(*p) > CL_COMPLETE) return false;
-  on_device_complete(p);  // reads the command's own status, failures included
+  const cl_int status = command_status(*p);
+  if (status > CL_COMPLETE) return false;
+  const bool outer = std::exchange(looking_on_watching_thread, true);
+  try {
+    finish_device(*p, status);  // the status just read: failures included
+  } catch (...) {
+    looking_on_watching_thread = outer;
+    throw;
+  }
+  looking_on_watching_thread = outer;
   return true;
 }
 
@@ -584,6 +605,23 @@ void Engine::wait_all() {
   throw_if_lost();
 }
 
+void Engine::wait_until_quiet() {
+  for (;;) {
+    std::uint64_t wait_id;  // the id the wait below will take, unless another submission comes first
+    {
+      std::lock_guard lock(submit_mutex_);
+      wait_id = next_id_;
+    }
+    try {
+      wait_all();
+    } catch (const std::exception&) {
+      // already logged by the engine as its requests failed
+    }
+    std::lock_guard lock(submit_mutex_);
+    if (next_id_ == wait_id + 1) return;  // nothing but the wait itself was submitted
+  }
+}
+
 std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
   std::lock_guard lock(failures_mutex_);
   auto concerns_tile = [&](const Failure& f) {
@@ -680,6 +718,14 @@ void Engine::ready(const RequestPtr& r) {
   }
   if (r->kind == Kind::host && !cause.empty() && !r->is_hook()) {  // a hook runs and is told the cause
     finish(*r, Status::cancelled, "not run: " + cause);
+    return;
+  }
+  if (looking_on_watching_thread && r->is_hook() && r->hook().on_watching_thread) {
+    // Engine::look_at on a loop's calling thread. Not while this one runs: what it submits and
+    // sees end goes the usual way, so hooks never nest on this thread's stack.
+    looking_on_watching_thread = false;
+    run_host(r);  // catches what the hook throws
+    looking_on_watching_thread = true;
     return;
   }
   host_.try_put(r);

@@ -15,7 +15,7 @@ namespace {
 std::string describe(const std::vector<FailedRequest>& fs) {
   std::string msg = std::to_string(fs.size()) + " request(s) failed or were cancelled:";
   for (const auto& f : fs)
-    msg += "\n  request #" + std::to_string(f.id) + " " + f.kind + " '" + f.name + "' " +
+    msg += "\n  " + (f.id ? "request #" + std::to_string(f.id) + " " : std::string()) + f.kind + " '" + f.name + "' " +
            (f.cancelled ? "cancelled" : "failed") + ": " + f.cause;
   return msg;
 }

@@ -214,10 +214,10 @@ void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses)
   for (const auto& a : accesses) tiles_[device].insert(a.tile);
 }
 
-void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure,
-                            double round_trip) {
+void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure, double round_trip,
+                            std::exception_ptr refusal) {
   if (failure.empty()) chunk_measured(side_index, chunk, seconds, round_trip);
-  chunk_back(side_index, chunk, seconds, failure);
+  chunk_back(side_index, chunk, seconds, failure, std::move(refusal));
 }
 
 void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, double round_trip) {
@@ -237,13 +237,23 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's kernels (run_to_end)
 }
 
-void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure) {
-  std::lock_guard lock(m_);
-  if (first_failure_.empty()) first_failure_ = side_text(side_index) + " chunk " + range_text(chunk) + ": " + failure;
+void LoopState::note_failure(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal) {
+  if (first_failure_.empty()) {
+    failed_chunk_ = side_text(side_index) + " chunk " + range_text(chunk);
+    cause_ = failure;
+    refusal_ = std::move(refusal);
+    first_failure_ = failed_chunk_ + ": " + cause_;
+  }
   stopping_ = true;
 }
 
-void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const std::string& failure) {
+void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal) {
+  std::lock_guard lock(m_);
+  note_failure(side_index, chunk, failure, std::move(refusal));
+}
+
+void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const std::string& failure,
+                           std::exception_ptr refusal) {
   const bool cpu = side_index < 0;
   std::unique_lock lock(m_);
   if (!cpu)
@@ -253,10 +263,7 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   side.iterations += chunk.size();
   side.chunks += 1;
   side.busy_seconds += seconds;
-  if (!failure.empty()) {
-    if (first_failure_.empty()) first_failure_ = side_text(side_index) + " chunk " + range_text(chunk) + ": " + failure;
-    stopping_ = true;
-  }
+  if (!failure.empty()) note_failure(side_index, chunk, failure, std::move(refusal));
   --in_flight_;
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
@@ -320,7 +327,7 @@ void LoopState::next_cpu() {
         },
         std::move(roles));
   } catch (const std::exception& e) {
-    chunk_ended(-1, chunk, 0, std::string("was refused: ") + e.what());
+    chunk_ended(-1, chunk, 0, std::string("was refused: ") + e.what(), 0, std::current_exception());
     std::unique_lock lock(m_);
     --tokens_;
     --cpu_tokens_;
@@ -397,7 +404,7 @@ void LoopState::next_device(unsigned d) {
             chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
             next_device(d);
           },
-          std::move(back));
+          std::move(back), /*on_watching_thread=*/true);
     } else {
       // The device's token goes on when the chunk's kernels end, so the next chunk's kernels run
       // while this one's results come back (with one chunk in flight they waited for that transfer;
@@ -431,7 +438,7 @@ void LoopState::next_device(unsigned d) {
             next_device(d);
             half_done();
           },
-          std::move(computed));
+          std::move(computed), /*on_watching_thread=*/true);
       kernels_hooked = true;
       auto transfers = std::make_shared<RequestList>(transfers_back);
       back_half = half_done;
@@ -444,7 +451,7 @@ void LoopState::next_device(unsigned d) {
             if (!o.ok()) halves->failure = o.error;
             half_done();
           },
-          std::move(back));
+          std::move(back), /*on_watching_thread=*/true);
       back_half = nullptr;
     }
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after
@@ -455,11 +462,11 @@ void LoopState::next_device(unsigned d) {
   } catch (const std::exception& e) {
     if (kernels_hooked) {
       // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
-      chunk_failed(int(d), chunk, std::string("was refused: ") + e.what());
+      chunk_failed(int(d), chunk, std::string("was refused: ") + e.what(), std::current_exception());
       if (back_half) back_half();
       return;
     }
-    chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what());
+    chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what(), 0, std::current_exception());
     std::unique_lock lock(m_);
     --tokens_;
     notify_if_ended(lock);
@@ -497,6 +504,9 @@ void LoopState::begin(std::size_t n) {
     in_flight_ = 0;
     stopping_ = false;
     first_failure_.clear();
+    failed_chunk_.clear();
+    cause_.clear();
+    refusal_ = nullptr;
     chunk_ends_.clear();
     tiles_.assign(devices_.size(), {});
     first_chunk_reads_.assign(devices_.size(), {});
@@ -626,6 +636,9 @@ LoopState::Ended LoopState::end_of_call() {
   }
   e.report = report_;
   e.failure = first_failure_;
+  e.failed_chunk = failed_chunk_;
+  e.cause = cause_;
+  e.refusal = refusal_;
   e.tiles.assign(tiles_[0].begin(), tiles_[0].end());
   for (std::size_t d = 1; d < tiles_.size(); ++d) e.device_tiles.emplace_back(tiles_[d].begin(), tiles_[d].end());
   return e;
@@ -727,10 +740,27 @@ LoopReport LoopState::run(std::size_t n) {
       if (!further_failed) further_failed = std::current_exception();
     }
   if (home_failed || further_failed) constants_changed();  // perhaps a constant's move: moved again
-  if (home_failed) std::rethrow_exception(home_failed);
-  if (!e.failure.empty()) throw Error("parallel_for: " + e.failure);
-  if (further_failed) std::rethrow_exception(further_failed);
-  return e.report;
+  if (e.failure.empty()) {
+    if (home_failed) std::rethrow_exception(home_failed);
+    if (further_failed) std::rethrow_exception(further_failed);
+    return e.report;
+  }
+  // RequestFailed, as the header says: the chunk first (a kernel's failure names only the kernel),
+  // then its requests' failures. What is not a request's failure (DeviceLost) goes as it is.
+  std::vector<FailedRequest> failures(1);
+  failures[0].kind = "chunk";
+  failures[0].name = "parallel_for " + e.failed_chunk;
+  failures[0].cause = e.cause;
+  failures[0].exception = e.refusal;
+  for (const auto& failed : {home_failed, further_failed}) {
+    if (!failed) continue;
+    try {
+      std::rethrow_exception(failed);
+    } catch (const RequestFailed& f) {
+      failures.insert(failures.end(), f.failures().begin(), f.failures().end());
+    }
+  }
+  throw RequestFailed(std::move(failures));
 }
 
 void LoopState::claim_and_begin(std::size_t n, std::function<void(Ended)> done) {

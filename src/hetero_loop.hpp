@@ -8,6 +8,7 @@
 #include <hetflow/parallel_for.hpp>
 
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +48,10 @@ class LoopState {
   struct Ended {
     LoopReport report;
     std::string failure;
+    // The chunk that failed first ("device chunk [b, e)") and why; what its refusal threw, if it was
+    // refused at submission (a UsageError, say).
+    std::string failed_chunk, cause;
+    std::exception_ptr refusal;
     std::vector<std::shared_ptr<TileState>> tiles;
     // The same on each further device (index d - 1): its own tiles over the home ones.
     std::vector<std::vector<std::shared_ptr<TileState>>> device_tiles;
@@ -84,13 +89,18 @@ class LoopState {
   bool take(int side, Chunk& chunk);
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
-  void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0);
+  // `refusal`: what the chunk's submission threw, where it was refused.
+  void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0,
+                   std::exception_ptr refusal = nullptr);
   // chunk_ended in parts, for a device chunk whose token goes on at its kernels' end: the scheduler
   // told of its time (chunk_measured) or of its failure (chunk_failed, which stops the hand-out),
   // then its end once its transfers back are done (chunk_back: the report, in_flight_).
   void chunk_measured(int side, Chunk chunk, double seconds, double round_trip);
-  void chunk_failed(int side, Chunk chunk, const std::string& failure);
-  void chunk_back(int side, Chunk chunk, double seconds, const std::string& failure);
+  void chunk_failed(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal = nullptr);
+  void chunk_back(int side, Chunk chunk, double seconds, const std::string& failure,
+                  std::exception_ptr refusal = nullptr);
+  // Under m_: the call's first failure is kept (failed_chunk_, cause_, refusal_); the hand-out stops.
+  void note_failure(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal);
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
@@ -121,7 +131,9 @@ class LoopState {
   unsigned tokens_ = 0, in_flight_ = 0;
   unsigned cpu_tokens_ = 0;  // of tokens_
   bool stopping_ = false;
-  std::string first_failure_;
+  std::string first_failure_;  // "<failed_chunk_>: <cause_>"
+  std::string failed_chunk_, cause_;
+  std::exception_ptr refusal_;
   LoopReport report_;
   std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
   std::vector<std::vector<Access>> first_chunk_reads_;       // per device: moved with its first chunk

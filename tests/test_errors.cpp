@@ -3,6 +3,7 @@
 // makes the next wait throw naming it, and leaves the controller working.
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 
 #include "support.hpp"
 
@@ -117,6 +118,22 @@ TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use a
     check_usage_error([&] { (void)copy.data(); }, {"after free"});
     check_usage_error([&] { c.free(copy); }, {"gone"});
     check_still_works(c);
+  }
+}
+
+TEST_CASE("a tile outlives its controller: a controller made later, even at the same address, refuses it") {
+  // A new controller's engine is often allocated where the destroyed one's was: the tile must still
+  // be seen as another controller's, not used with a buffer of a dead context.
+  for (int round = 0; round < 3; ++round) {
+    std::optional<Controller> first(std::in_place, test::options(Policy::async));
+    auto orphan = first->tile<float>(16, "orphan");
+    first.reset();
+    Controller later(test::options(Policy::async));
+    auto scale = later.kernel("hetflow_test.cl", "scale_in_place");
+    check_usage_error([&] { later.move_to(orphan); }, {"orphan", "another controller"});
+    check_usage_error([&] { later.launch(scale, Range(16), io(orphan), 16, 1.0f); }, {"orphan", "another controller"});
+    CHECK_THROWS_AS(later.wait(orphan), UsageError);
+    check_still_works(later);
   }
 }
 
@@ -263,6 +280,10 @@ TEST_CASE("what the device cannot do is a UsageError naming the limit, before th
   CHECK_THROWS_WITH_AS(local_mem<float>(0), doctest::Contains("0 elements"), UsageError);
   CHECK_THROWS_WITH_AS(c.launch(k, Range(64).local(dev.max_work_group_size + 1), io(x), local_mem<float>(64)),
                        doctest::Contains("CL_DEVICE_MAX_"), UsageError);
+  if (!dev.non_uniform_work_groups)  // PoCL's and NVIDIA's case
+    CHECK_THROWS_WITH_AS(
+        c.launch(k, Range(64).local(7), io(x), local_mem<float>(7)),
+        doctest::Contains("the global size 64 in dimension 0 is not a multiple of its work-group size 7"), UsageError);
   // Sizes that overflow or exceed the largest allocation name the tile and the numbers.
   CHECK_THROWS_WITH_AS(
       c.tile<float>(Extent{std::size_t(1) << 33, std::size_t(1) << 31}, "huge"),

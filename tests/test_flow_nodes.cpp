@@ -717,6 +717,7 @@ TEST_CASE("a controller destroyed while the graph still holds messages for its n
     if (e.empty()) continue;
     ++gone;
     CHECK(e.find("its controller was destroyed") != std::string::npos);
+    CHECK(e.rfind("node '") == 0);  // named once, first
   }
   CHECK(gone > 0);
 }

@@ -315,10 +315,50 @@ TEST_CASE("a device chunk whose kernel faults ends the call with the fault named
     try {
       loop(n);
       FAIL("the fault was not reported");
-    } catch (const Error& e) {
+    } catch (const RequestFailed& e) {
+      // The chunk first, then the kernel's own failure.
+      REQUIRE(e.failures().size() >= 2);
+      CHECK(e.failures()[0].kind == "chunk");
+      CHECK(e.failures()[0].name.find("device chunk [") != std::string::npos);
       CHECK(std::string(e.what()).find("'oob'") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("a chunk refused at submission is a RequestFailed naming the chunk, holding what its submission threw") {
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t n = 10'000;
+  auto y = c.tile<int>(n, "y");
+  Kernel fill = c.kernel_from_source(
+      "kernel void fill(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }", "fill");
+  LoopBody body;
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))));  // one argument short
+  };
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  HeteroLoop loop(c, body, {.scheduler = "dynamic:1000"});
+  try {
+    loop(n);
+    FAIL("the refusal was not reported");
+  } catch (const RequestFailed& e) {
+    REQUIRE(!e.failures().empty());
+    const FailedRequest& chunk = e.failures()[0];
+    CHECK(chunk.kind == "chunk");
+    CHECK(chunk.id == 0);
+    CHECK(chunk.name == "parallel_for device chunk [0, 1000)");
+    CHECK(chunk.cause.find("was refused: launch of kernel 'fill'") != std::string::npos);
+    CHECK(std::string(e.what()).find("chunk 'parallel_for device chunk [0, 1000)' failed: was refused") !=
+          std::string::npos);
+    REQUIRE(chunk.exception);
+    CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+  }
+  // The loop runs again once its body is right.
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  HeteroLoop fixed(c, body, {.scheduler = "dynamic:1000"});
+  fixed(n);
+  CHECK(std::all_of(y.data(), y.data() + n, [](int v) { return v == 1; }));
 }
 
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {

@@ -3,6 +3,7 @@
 // as well as plainly (.ci/run).
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -197,4 +198,48 @@ TEST_CASE("failed requests and their cancelled dependants are freed: 10,000 of t
   for (int i = 0; i < 200 && (alive = detail::Request::live.load() - before) > 8; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(alive <= 8);
+}
+
+TEST_CASE("the destructor waits for what host tasks and hooks submit while it waits") {
+  // Each level, a host task, submits the next: a kernel, its result back, a hook on it, the next
+  // level and a move back. A destructor that waited once saw 2-3 of 10 levels run and dropped the
+  // rest silently (their requests accepted, never run).
+  constexpr int kLevels = 10;
+  for (const bool in_order : {false, true}) {
+    CAPTURE(in_order);
+    std::atomic<int> levels{0}, hooks{0};
+    float last = 0;
+    {
+      // Declared before the controller: its destructor runs the tasks that use them.
+      std::function<void(int)> level;
+      Tile<float> t;
+      Kernel k;
+      auto o = test::options(Policy::async);
+      if (in_order) o.queue_order = QueueOrder::in_order;
+      Controller c(o);
+      k = c.kernel("hetflow_test.cl", "scale_in_place");
+      t = c.tile<float>(16, "t");
+      test::fill(t, 0.0f);
+      c.move_to(t);
+      level = [&](int d) {
+        ++levels;
+        if (d + 1 == kLevels) {
+          last = t[0];
+          return;
+        }
+        c.launch(k, Range(16), io(t), 16, 2.0f);  // x = 2x + 1
+        c.move_from(t);
+        c.on_ready(
+            "hook", [&](const Outcome& o) { hooks += o.ok() ? 1 : 0; }, in(t));
+        c.host_task(
+            "level", [&, d] { level(d + 1); }, io(t));
+        c.move_to(t);
+      };
+      c.host_task(
+          "level", [&] { level(0); }, io(t));
+    }
+    CHECK(levels == kLevels);
+    CHECK(hooks == kLevels - 1);
+    CHECK(last == float((1 << (kLevels - 1)) - 1));  // x = 2x + 1, nine times from 0
+  }
 }

@@ -62,7 +62,9 @@ class Controller {
  public:
   explicit Controller(const ControllerOptions& options = {});
   explicit Controller(Policy policy) : Controller(options_with(policy)) {}
-  ~Controller();  // waits for everything submitted (errors are logged, not thrown)
+  // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors
+  // are logged, not thrown).
+  ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
@@ -202,7 +204,8 @@ class Controller {
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
   void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
-  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
+  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses,
+                   bool on_watching_thread = false);
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
   friend struct detail::ControllerAccess;

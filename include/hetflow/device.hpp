@@ -27,6 +27,10 @@ struct DeviceInfo {
   std::array<std::size_t, 3> max_work_item_sizes{0, 0, 0};
   std::uint64_t max_alloc_bytes = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest tile
   bool host_unified_memory = false;
+  // A global size need not be a multiple of the work-group size (OpenCL 2.x; 3.0's optional
+  // CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT), for programs built for OpenCL C 2.0 or later. Where
+  // false, Controller::launch refuses such a range (neither PoCL nor NVIDIA has them).
+  bool non_uniform_work_groups = false;
   cl::Platform platform;
   cl::Device device;
 

@@ -57,9 +57,11 @@ struct TileState {
   std::size_t elem_size = 0;
   const char* elem_type = nullptr;
   bool device_only = false;
-  const void* owner = nullptr;  // the engine that made it
-  void* host = nullptr;         // the pinned host image, mapped once
-  cl::Buffer host_buffer;       // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
+  // The engine that made it, by serial number: one made later at the same address (the controller
+  // destroyed, another made) must not take the tile for its own.
+  std::uint64_t owner = 0;
+  void* host = nullptr;    // the pinned host image, mapped once
+  cl::Buffer host_buffer;  // CL_MEM_ALLOC_HOST_PTR: what makes the host image pinned
   cl::Buffer device_buffer;
   cl::CommandQueue unmap_queue;
   // Set on a tile another controller made for a loop over several devices (src/device_view.hpp):
