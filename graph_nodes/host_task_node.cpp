@@ -20,9 +20,7 @@ void Engine::run_host(const RequestPtr& r) {
   if (recording) {
     r->start_ns = now_ns();
     std::lock_guard lock(r->m);
-    // Outside any arena: a loop's hook run by the loop's calling thread (Engine::look_at).
-    const int index = tbb::this_task_arena::current_thread_index();
-    r->worker = index >= 0 ? "host" + std::to_string(index) : std::string("calling thread");
+    r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());
   }
   std::string error;
   const Request* outer_task = running_task;

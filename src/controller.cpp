@@ -308,8 +308,7 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
   engine_->submit(std::move(r));
 }
 
-void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses,
-                             bool on_watching_thread) {
+void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses) {
   const std::string what = "on_ready hook '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what, true);
@@ -317,7 +316,7 @@ void Controller::submit_hook(std::string name, std::function<void(const Outcome&
       throw UsageError(what + ": tile '" + a.tile->name +
                        "' is device-only: wait for its device image with device_image(in(t))");
   }
-  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn), on_watching_thread});
+  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <thread>
-#include <utility>
 
 #include "arena_park.hpp"
 #include "cl_call.hpp"
@@ -455,25 +454,12 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
   return err;
 }
 
-namespace {
-// Set while Engine::look_at completes what it saw end: the hooks that releases which were submitted
-// on_watching_thread run on this thread (Engine::ready).
-thread_local bool looking_on_watching_thread = false;
-}  // namespace
-
 bool Engine::look_at(const RequestPtr& p) {
   if (p->ended()) return true;
   // Still queued, submitted or running; a failing query (negative) is the driver reporting a fault: ended.
   const cl_int status = command_status(*p);
   if (status > CL_COMPLETE) return false;
-  const bool outer = std::exchange(looking_on_watching_thread, true);
-  try {
-    finish_device(*p, status);  // the status just read: failures included
-  } catch (...) {
-    looking_on_watching_thread = outer;
-    throw;
-  }
-  looking_on_watching_thread = outer;
+  finish_device(*p, status);  // the status just read: failures included
   return true;
 }
 
@@ -718,14 +704,6 @@ void Engine::ready(const RequestPtr& r) {
   }
   if (r->kind == Kind::host && !cause.empty() && !r->is_hook()) {  // a hook runs and is told the cause
     finish(*r, Status::cancelled, "not run: " + cause);
-    return;
-  }
-  if (looking_on_watching_thread && r->is_hook() && r->hook().on_watching_thread) {
-    // Engine::look_at on a loop's calling thread. Not while this one runs: what it submits and
-    // sees end goes the usual way, so hooks never nest on this thread's stack.
-    looking_on_watching_thread = false;
-    run_host(r);  // catches what the hook throws
-    looking_on_watching_thread = true;
     return;
   }
   host_.try_put(r);

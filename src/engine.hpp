@@ -75,10 +75,7 @@ class Engine {
   // Whether the enqueued device command `p` has ended, asked of the driver without waiting; if it
   // has, completes it (releasing what waits on it). For a thread that watches a command between
   // sleeps (src/hetero_loop.cpp): the driver's wait keeps a core busy on NVIDIA while the device
-  // works (tests/test_no_spinning.cpp: 2.0 s of CPU over 1 s). The hooks this releases that were
-  // submitted `on_watching_thread` (a loop's own) run on this thread before it returns: the next
-  // chunk is launched by the thread that saw the last one end, as a hand-written loop does, not a
-  // TBB worker woken for it (12-16 us later on the H100, perf/RESULTS.md 2026-11-27 07:35–08:17Z).
+  // works (tests/test_no_spinning.cpp: 2.0 s of CPU over 1 s).
   bool look_at(const RequestPtr& p);
   // While one is open on a thread, the requests that thread submits are recorded as made by that
   // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a

@@ -404,7 +404,7 @@ void LoopState::next_device(unsigned d) {
             chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
             next_device(d);
           },
-          std::move(back), /*on_watching_thread=*/true);
+          std::move(back));
     } else {
       // The device's token goes on when the chunk's kernels end, so the next chunk's kernels run
       // while this one's results come back (with one chunk in flight they waited for that transfer;
@@ -438,7 +438,7 @@ void LoopState::next_device(unsigned d) {
             next_device(d);
             half_done();
           },
-          std::move(computed), /*on_watching_thread=*/true);
+          std::move(computed));
       kernels_hooked = true;
       auto transfers = std::make_shared<RequestList>(transfers_back);
       back_half = half_done;
@@ -451,7 +451,7 @@ void LoopState::next_device(unsigned d) {
             if (!o.ok()) halves->failure = o.error;
             half_done();
           },
-          std::move(back), /*on_watching_thread=*/true);
+          std::move(back));
       back_half = nullptr;
     }
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after

@@ -91,9 +91,6 @@ struct HostWork {  // a host task, or a tile's release (`fn` frees the tile)
 // A completion hook (Controller::on_ready): runs whatever its predecessors' outcome, and is told it.
 struct HookWork {
   std::function<void(const Outcome&)> fn;
-  // A loop's own hook (src/hetero_loop.cpp): where the loop's calling thread is the one that sees
-  // its predecessors end (Engine::look_at), it runs there at once instead of on a TBB worker.
-  bool on_watching_thread = false;
 };
 // wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
 struct WaitWork {

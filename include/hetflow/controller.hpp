@@ -204,8 +204,7 @@ class Controller {
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
   void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
-  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses,
-                   bool on_watching_thread = false);
+  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
   friend struct detail::ControllerAccess;
