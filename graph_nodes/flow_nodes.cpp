@@ -38,7 +38,7 @@ void NodeCore::arrived(Message& m) {
 }
 
 void NodeCore::controller_gone() const {
-  // note_exception puts the node's name before it, as before any error of the node's.
+  // NodeCore::fail puts the node's name before it, as before any error of the node's.
   throw UsageError("its controller was destroyed while the graph still held this message");
 }
 
@@ -141,6 +141,7 @@ void NodeCore::submit_next_in_order() {
 void NodeCore::take_failures(Message& m, const Outcome& o) {
   if (hetflow::detail::ControllerLife::Use use(*life_); use) {
     auto& engine = hetflow::detail::engine_of(c_);
+    engine.flow_topology().failed(id_);
     for (const auto& t : m.touched_tiles)
       for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
   }
@@ -153,15 +154,16 @@ void NodeCore::take_failures(Message& m, const Outcome& o) {
   m.error = o.error;
 }
 
-void NodeCore::note_exception(Message& m, const std::string& node, std::exception_ptr e) {
+void NodeCore::fail(Message& m, std::exception_ptr e) {
   m.exception = e;
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {
-    m.error = "node '" + node + "': " + x.what();
+    m.error = "node '" + name_ + "': " + x.what();
   } catch (...) {
-    m.error = "node '" + node + "': threw an exception that is not a std::exception";
+    m.error = "node '" + name_ + "': threw an exception that is not a std::exception";
   }
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) hetflow::detail::engine_of(c_).flow_topology().failed(id_);
 }
 
 }  // namespace hetflow::flow::detail

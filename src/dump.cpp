@@ -140,6 +140,7 @@ std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& 
   }
   for (const auto& n : info.flow_nodes) {
     flow_nodes.push_back(ojson{{"id", n.id}, {"name", n.name}, {"kind", n.kind}, {"messages", n.messages}});
+    if (n.failed_messages) flow_nodes.back()["failed_messages"] = n.failed_messages;
     if (!n.state.empty()) flow_nodes.back()["state"] = n.state;
   }
   for (const auto& e : info.flow_edges)
@@ -470,10 +471,13 @@ std::string to_flow_dot(const std::vector<RequestRecord>& records, const GraphIn
                         " request(s)";
     if (m.device_ns > 0) label += "\ndevice " + duration_text(m.device_ns);
     if (m.host_ns > 0) label += (m.device_ns > 0 ? " · host " : "\nhost ") + duration_text(m.host_ns);
-    if (m.failed) label += "\n" + std::to_string(m.failed) + " failed or cancelled";
+    if (n.failed_messages)
+      label += "\n" + std::to_string(n.failed_messages) + (n.kind == "parallel_for" ? " call(s)" : " message(s)") +
+               " failed here";
+    if (m.failed) label += "\n" + std::to_string(m.failed) + " request(s) failed or cancelled";
     const char* colour = n.kind == "kernel_node" ? "#a5d8ff" : n.kind == "parallel_for" ? "#ffd8a8" : "#eebefa";
     dot << "  f" << n.id << " [label=\"" << dot_escape(label) << "\", fillcolor=\"" << colour << "\""
-        << (m.failed ? ", color=\"#e03131\", penwidth=2" : "")
+        << (m.failed || n.failed_messages ? ", color=\"#e03131\", penwidth=2" : "")
         << (n.state.empty() ? "" : ", tooltip=\"" + dot_escape(n.state) + "\"") << "];\n";
   }
   for (const auto& e : info.flow_edges)

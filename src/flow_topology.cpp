@@ -26,6 +26,12 @@ void FlowTopology::describe(std::uint32_t node, std::string state) {
   nodes_[node - 1].state = std::move(state);
 }
 
+void FlowTopology::failed(std::uint32_t node) {
+  std::lock_guard lock(m_);
+  if (node == 0 || node > nodes_.size()) return;
+  ++nodes_[node - 1].failed_messages;
+}
+
 std::vector<FlowNodeRecord> FlowTopology::nodes() const {
   std::lock_guard lock(m_);
   return nodes_;

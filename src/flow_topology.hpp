@@ -21,6 +21,7 @@ class FlowTopology {
   // join and flow::merge; none: it came from no hetflow node).
   void arrived(const std::vector<std::uint32_t>& from, std::uint32_t to);
   void describe(std::uint32_t node, std::string state);  // FlowNodeRecord::state
+  void failed(std::uint32_t node);                       // FlowNodeRecord::failed_messages
   std::vector<FlowNodeRecord> nodes() const;
   std::vector<FlowEdgeRecord> edges() const;
 

@@ -245,6 +245,22 @@ TEST_CASE("a host body that throws, a launch refused and a failed request mark t
   }
   // The message took the failure of its tile's request: no wait reports it again, and the slot worked on.
   CHECK_NOTHROW(c.wait_all());
+  // The dump says where messages failed, though fill's hook request itself ended well (its body's
+  // exception went to the message): fill frame 5, scale frame 7 (refused), and frame 11 at to_host,
+  // the first node to wait for its cancelled kernel (scale passes messages on at submission).
+  const GraphInfo info = graph_info(c);
+  std::map<std::string, std::uint64_t> failed_at;
+  for (const auto& n : info.flow_nodes) failed_at[n.name] = n.failed_messages;
+  CHECK(failed_at["fill"] == 1);
+  CHECK(failed_at["scale_in_place"] == 1);
+  CHECK(failed_at["to_host"] == 1);
+  const auto [read_records, read_info] = hetflow::from_json(to_json(c.records(), info));
+  std::uint64_t failed_back = 0;
+  for (const auto& n : read_info.flow_nodes) failed_back += n.failed_messages;
+  CHECK(failed_back == 3);  // through the JSON dump and back
+  const std::string dot = to_flow_dot(c.records(), info);
+  CHECK(dot.find("1 message(s) failed here") != std::string::npos);
+  CHECK(dot.find("#e03131") != std::string::npos);
 }
 
 TEST_CASE("under async, one message's H2D overlaps another's kernel, under sync nothing overlaps") {

@@ -151,7 +151,8 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   void hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
   // The outcome failed: the message takes the failures of its tiles' requests from the controller.
   void take_failures(Message& m, const Outcome& o);
-  static void note_exception(Message& m, const std::string& node, std::exception_ptr e);
+  // A function of the node's threw, or its launch was refused: the message fails, naming the node.
+  void fail(Message& m, std::exception_ptr e);
   // Throws UsageError naming the node when its controller is gone (after the destructor began).
   [[noreturn]] void controller_gone() const;
   hetflow::detail::ControllerLife& life() const { return *life_; }
@@ -259,7 +260,7 @@ class kernel_node : public detail::async_node_base<Msg> {
           try {
             written = core->launch(k, fn(m), m);
           } catch (...) {  // refused at submission (arguments, limits): nothing was launched
-            detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+            core->fail(m, std::current_exception());
             gw.try_put(m);
             return;
           }
@@ -322,7 +323,7 @@ class host_node : public detail::async_node_base<Msg> {
                  touched = roles(m).roles;
                  core->prepare_host(touched, m);
                } catch (...) {
-                 detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                 core->fail(m, std::current_exception());
                  gw.try_put(m);
                  return;
                }
@@ -335,7 +336,7 @@ class host_node : public detail::async_node_base<Msg> {
                    try {
                      (*body)(m);
                    } catch (...) {
-                     detail::NodeCore::note_exception(m, core->name(), std::current_exception());
+                     core->fail(m, std::current_exception());
                    }
                  }
                  gate->try_put(m);
@@ -407,7 +408,7 @@ class loop_node : public detail::async_node_base<Msg> {
                  l = fn(m);
                  core->prepare(l, m);
                } catch (...) {
-                 detail::NodeCore::note_exception(m, core->node().name(), std::current_exception());
+                 core->node().fail(m, std::current_exception());
                  gw.try_put(m);
                  return;
                }

@@ -49,6 +49,11 @@ struct FlowNodeRecord {
   std::string name;            // NodeOptions::name, or the kernel's name, "host", "to_host", the loop's name
   std::string kind;            // kernel_node, host_node, to_host_node, parallel_for
   std::uint64_t messages = 0;  // messages (loops: calls) it received
+  // Messages it marked failed: its body, roles or launch function threw, its launch was refused, or
+  // a request it made for the message failed or was cancelled. Their host requests may still be
+  // `done` (a host node's body runs in a hook that catches what it throws), so this is where a
+  // dump shows them.
+  std::uint64_t failed_messages = 0;
   // A loop (parallel_for, loop_node): what its scheduler decided and had learned at the end of its
   // last call (the line HETFLOW_LOG=debug prints then: phases, chunk sizes, throughputs, the fit).
   // Empty for other nodes.

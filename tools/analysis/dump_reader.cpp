@@ -112,6 +112,7 @@ GraphInfo graph_info_from(const json& doc) {
       f.name = string_field(n, "name", where);
       f.kind = string_field(n, "kind", where);
       f.messages = id_field(n, "messages", where);
+      if (n.contains("failed_messages")) f.failed_messages = id_field(n, "failed_messages", where);
       f.state = string_field(n, "state", where, false);
       info.flow_nodes.push_back(std::move(f));
     }
