@@ -5,7 +5,9 @@
 #include <hetflow/errors.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -34,11 +36,17 @@ std::string read_text_file(const std::string& path, const char* what) {
 }
 
 void write_text_file(const std::string& path, const std::string& text, const char* what) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot write " + std::string(what) + " '" + path + "' (cannot open it for writing)");
+  // errno, as the failed open left it: "No such file or directory", "Permission denied", ...
+  const auto why = [](const char* fallback) {
+    return errno ? std::string(std::strerror(errno)) : std::string(fallback);
+  };
+  if (!out)
+    throw Error("cannot write " + std::string(what) + " '" + path + "' (" + why("cannot open it for writing") + ")");
   out << text;
   out.close();
-  if (!out) throw Error("cannot write " + std::string(what) + " '" + path + "' (write failed)");
+  if (!out) throw Error("cannot write " + std::string(what) + " '" + path + "' (" + why("write failed") + ")");
 }
 
 }  // namespace detail

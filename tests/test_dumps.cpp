@@ -768,6 +768,9 @@ TEST_CASE("write_env_dumps writes HETFLOW_DUMP's JSON, DOT and topology, and HET
     Controller c(Policy::async);
     CHECK_NOTHROW(hetflow::write_env_dumps(c));
     ::unsetenv("HETFLOW_DUMP");
+    // Called directly it throws, naming the file and the system's reason.
+    CHECK_THROWS_WITH_AS(hetflow::write_dump_json(c, (dir / "no-such-dir" / "x.json").string()),
+                         doctest::Contains("no-such-dir/x.json' (No such file or directory)"), hetflow::Error);
   }
 }
 
