@@ -133,23 +133,30 @@ DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::str
     return DeviceError("device selection '" + std::string(spec_in) + "' (from " + std::string(source) + ") " + why +
                        ". Devices available:" + describe_all(devices));
   };
+  // Oclgrind reports every device type: a program that registers it to check one controller must
+  // not find its other controllers' defaults and `gpu`/`cpu` moved onto the simulator.
+  const auto simulator = [](const DeviceInfo& d) { return d.platform_name == "Oclgrind"; };
   if (spec.empty()) {
     for (const auto& d : devices)
-      if (d.type & CL_DEVICE_TYPE_GPU)
+      if ((d.type & CL_DEVICE_TYPE_GPU) && !simulator(d))
         return {d, "default: the first GPU of any platform (set HETFLOW_DEVICE to choose another)"};
-    return {devices.front(), "default: no GPU found, so the first device (set HETFLOW_DEVICE to choose another)"};
+    const auto first = std::find_if(devices.begin(), devices.end(), [&](const DeviceInfo& d) { return !simulator(d); });
+    return {first != devices.end() ? *first : devices.front(),
+            "default: no GPU found, so the first device (set HETFLOW_DEVICE to choose another)"};
   }
   const std::pair<const char*, cl_device_type> types[] = {
       {"gpu", CL_DEVICE_TYPE_GPU}, {"cpu", CL_DEVICE_TYPE_CPU}, {"accelerator", CL_DEVICE_TYPE_ACCELERATOR}};
   for (const auto& [word, type] : types) {
     if (spec != word) continue;
     for (const auto& d : devices)
-      if (d.type & type) return {d, "first " + std::string(word) + " device, as " + std::string(source) + " asks"};
-    throw no_match("matches no device of that type");
+      if ((d.type & type) && !simulator(d))
+        return {d, "first " + std::string(word) + " device, as " + std::string(source) + " asks"};
+    throw no_match("matches no device of that type (Oclgrind, a simulator, is chosen only by name or number)");
   }
   if (auto colon = spec.find(':');
       colon != std::string::npos && colon > 0 &&
       std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit((unsigned char)c) || c == ':'; })) {
+    if (spec.find(':', colon + 1) != std::string::npos) throw no_match("is not a platform:device pair of numbers");
     unsigned long p = 0, d = 0;
     try {
       p = std::stoul(spec.substr(0, colon));

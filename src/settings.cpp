@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <utility>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 namespace hetflow {
 
@@ -84,13 +86,21 @@ std::optional<Policy> env_policy() {
   return env_word<Policy>("HETFLOW_POLICY", {{"async", Policy::async}, {"sync", Policy::sync}});
 }
 
+// Plain decimal digits only, as every other knob is read exactly (HETFLOW_POLICY=" async" is refused
+// too): strtol alone also took leading blanks and a sign. At most `most`, else nullopt.
+std::optional<unsigned long> decimal(std::string_view text, unsigned long most) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  const unsigned long n = std::stoul(std::string(text));
+  return n <= most ? std::optional<unsigned long>(n) : std::nullopt;
+}
+
 std::optional<unsigned> env_kernel_queues() {
   const char* v = raw("HETFLOW_KERNEL_QUEUES");
   if (!v) return std::nullopt;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 1 || n > 64) malformed("HETFLOW_KERNEL_QUEUES", v);
-  return unsigned(n);
+  const auto n = decimal(v, 64);
+  if (!n || *n < 1) malformed("HETFLOW_KERNEL_QUEUES", v);
+  return unsigned(*n);
 }
 
 std::optional<QueueOrder> env_queue_order() {
@@ -123,12 +133,12 @@ bool env_switch(const char* name) { return env_word<bool>(name, {{"1", true}, {"
 std::optional<std::pair<unsigned, unsigned>> env_poll_intervals() {
   const char* v = raw("HETFLOW_DEBUG_POLL_US");
   if (!v) return std::nullopt;
-  char* end = nullptr;
-  const long first = std::strtol(v, &end, 10);
-  if (*end != ',') malformed("HETFLOW_DEBUG_POLL_US", v);
-  const long longest = std::strtol(end + 1, &end, 10);
-  if (*end != '\0' || first < 1 || first > longest || longest > 100000) malformed("HETFLOW_DEBUG_POLL_US", v);
-  return std::pair{unsigned(first), unsigned(longest)};
+  const std::string_view text(v);
+  const auto comma = text.find(',');
+  if (comma == std::string_view::npos) malformed("HETFLOW_DEBUG_POLL_US", v);
+  const auto first = decimal(text.substr(0, comma), 100000), longest = decimal(text.substr(comma + 1), 100000);
+  if (!first || !longest || *first < 1 || *first > *longest) malformed("HETFLOW_DEBUG_POLL_US", v);
+  return std::pair{unsigned(*first), unsigned(*longest)};
 }
 
 }  // namespace detail

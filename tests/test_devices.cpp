@@ -43,9 +43,27 @@ TEST_CASE("selection forms over a listed machine") {
   CHECK(select_device_from(cpu_only, "", "default").reason.find("no GPU") != std::string::npos);
 }
 
+TEST_CASE("Oclgrind, which reports every device type, is chosen by name or number only") {
+  // Registered first for a checking controller, it must not take the other controllers' defaults.
+  const auto all = CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_DEFAULT;
+  std::vector<DeviceInfo> with_oclgrind = {fake(0, 0, all, "Oclgrind Simulator", "Oclgrind")};
+  with_oclgrind.insert(with_oclgrind.end(), machine.begin(), machine.end());
+  CHECK(select_device_from(with_oclgrind, "", "default").device.name == "NVIDIA H200");
+  CHECK(select_device_from(with_oclgrind, "gpu", "test").device.name == "NVIDIA H200");
+  CHECK(select_device_from(with_oclgrind, "cpu", "test").device.name == "pthread-skylake");
+  CHECK(select_device_from(with_oclgrind, "oclgrind", "test").device.name == "Oclgrind Simulator");
+  CHECK(select_device_from(with_oclgrind, "0:0", "test").device.name == "Oclgrind Simulator");
+  CHECK_THROWS_WITH_AS(select_device_from(with_oclgrind, "accelerator", "test"),
+                       doctest::Contains("chosen only by name or number"), DeviceError);
+  const std::vector<DeviceInfo> cpu_and_oclgrind = {with_oclgrind[0], with_oclgrind[1]};
+  CHECK(select_device_from(cpu_and_oclgrind, "", "default").device.name == "pthread-skylake");
+  const std::vector<DeviceInfo> oclgrind_only = {with_oclgrind[0]};
+  CHECK(select_device_from(oclgrind_only, "", "default").device.name == "Oclgrind Simulator");
+}
+
 TEST_CASE("a malformed platform:device pair is a DeviceError, not a std::out_of_range") {
   const auto devices = list_devices();
-  for (const char* spec : {"0:", "99999999999999999999999:0"}) {
+  for (const char* spec : {"0:", "99999999999999999999999:0", "0:0:0", "0:0:7"}) {
     CAPTURE(spec);
     CHECK_THROWS_WITH_AS(select_device_from(devices, spec, "the test"),
                          doctest::Contains("is not a platform:device pair of numbers"), DeviceError);

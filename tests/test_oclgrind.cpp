@@ -38,3 +38,14 @@ TEST_CASE("asking for Oclgrind after OpenCL has started without it says how to r
   if (first.device().platform_name == "Oclgrind") return;  // registered by the environment already
   CHECK_THROWS_WITH_AS(Controller{o}, doctest::Contains("had already started in this process without it"), DeviceError);
 }
+
+TEST_CASE("the CLI registers Oclgrind wherever a selection names it: hetflow devices, a loop's second device") {
+  auto r = test::run_command("HETFLOW_DEVICE=oclgrind " HETFLOW_CLI_PATH " devices");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("Default device (*): 0:0 Oclgrind Simulator") != std::string::npos);
+  r = test::run_command(HETFLOW_CLI_PATH " run mandelbrot --size 32 --calls 1 --devices portable,oclgrind --verify");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("+ Oclgrind Simulator (Oclgrind)") != std::string::npos);
+}

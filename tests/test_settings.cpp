@@ -23,6 +23,8 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_KERNEL_QUEUES", "0"},
                                                        {"HETFLOW_KERNEL_QUEUES", "65"},
                                                        {"HETFLOW_KERNEL_QUEUES", "3x"},
+                                                       {"HETFLOW_KERNEL_QUEUES", " 3"},
+                                                       {"HETFLOW_KERNEL_QUEUES", "+3"},
                                                        {"HETFLOW_QUEUE_ORDER", "sideways"},
                                                        {"HETFLOW_LOG", "verbose"},
                                                        {"HETFLOW_DEBUG_DROP_CALLBACKS", "yes"},
@@ -34,7 +36,9 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_DEBUG_POLL_US", "200,100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "0,100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "10,200000"},
-                                                       {"HETFLOW_DEBUG_POLL_US", "10,1000x"}};
+                                                       {"HETFLOW_DEBUG_POLL_US", "10,1000x"},
+                                                       {"HETFLOW_DEBUG_POLL_US", " 100,1000"},
+                                                       {"HETFLOW_DEBUG_POLL_US", "100, 1000"}};
   for (auto [name, value] : cases) {
     CAPTURE(name);
     CAPTURE(value);

@@ -11,8 +11,9 @@ namespace hetflow::cli {
 void add_devices_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List OpenCL platforms and devices, and which one is the default and why");
   cmd->callback([] {
-    const auto devices = list_devices();
+    // Chosen first: a HETFLOW_DEVICE naming Oclgrind registers it, which only the first OpenCL call can.
     const auto chosen = select_device();
+    const auto devices = list_devices();
     unsigned last_platform = ~0u;
     for (const auto& d : devices) {
       if (d.platform_index != last_platform) {

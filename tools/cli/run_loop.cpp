@@ -3,6 +3,8 @@
 #include <hetflow/hetflow.hpp>
 #include <hetflow/parallel_for.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -11,9 +13,22 @@
 #include "workloads/loop_registry.hpp"
 
 namespace hetflow::cli {
+namespace {
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+}  // namespace
 
 void run_loop(const LoopRunOptions& o) {
   const std::vector<std::string> selections = o.devices.empty() ? std::vector<std::string>{o.device} : o.devices;
+  // A selection naming Oclgrind registers it, which only the process's first OpenCL call can do:
+  // resolved before any controller, wherever it stands in the list.
+  for (const auto& sel : selections)
+    if (lowercase(sel).find("oclgrind") != std::string::npos) {
+      select_device(sel);
+      break;
+    }
   std::vector<std::unique_ptr<Controller>> ctls;
   std::vector<Controller*> list;
   for (const auto& sel : selections) {
