@@ -47,8 +47,14 @@ bool out_of_order_from(const ControllerOptions& o, Policy policy, const DeviceIn
 }
 
 bool record_from(const ControllerOptions& o) {
-  if (o.record) return *o.record;
-  return env_text("HETFLOW_DUMP") || env_text("HETFLOW_TRACE");
+  const bool asked = env_text("HETFLOW_DUMP") || env_text("HETFLOW_TRACE");
+  if (o.record) {
+    // The program's word wins; said, so a missing dump file is not a mystery.
+    if (asked && !*o.record)
+      log().warn("HETFLOW_DUMP / HETFLOW_TRACE: this controller writes nothing (ControllerOptions::record = false)");
+    return *o.record;
+  }
+  return asked;
 }
 
 // The tile's byte size, without overflow, and within what the device can allocate at once.

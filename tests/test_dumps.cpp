@@ -1,5 +1,8 @@
 // Graph dumps, traces and the `hetflow dump` / `hetflow report` commands (docs/architecture.md, "Dumps and traces"):
 // the pure formats on hand-made records and traces, then dumps of the Appendix A cases run on the device.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
@@ -913,4 +916,32 @@ TEST_CASE("hetflow run sobel --flow-graph dumps the program's own graph, hetflow
   r = cli("dump " + quoted(plain) + " --flow-graph --dot " + quoted(dir / "plain-flow.dot"));
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("used no hetflow flow node") != std::string::npos);
+}
+
+TEST_CASE("HETFLOW_DUMP beside ControllerOptions::record = false: the log says that controller writes nothing") {
+  const fs::path dir = out_dir() / "not-recorded";
+  fs::create_directories(dir);
+  const fs::path said = dir / "stderr.txt", dump = dir / "x.json";
+  fs::remove(dump);
+  ::setenv("HETFLOW_DUMP", dump.c_str(), 1);
+  {
+    // The log goes to stderr: sent to a file while the controller lives.
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int to = ::open(said.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(to >= 0);
+    ::dup2(to, 2);
+    {
+      hetflow::ControllerOptions o;
+      o.record = false;
+      hetflow::Controller c(o);
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    ::close(to);
+  }
+  ::unsetenv("HETFLOW_DUMP");
+  CHECK(slurp(said).find("this controller writes nothing (ControllerOptions::record = false)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dump));
 }
