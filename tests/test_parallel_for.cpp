@@ -288,6 +288,15 @@ TEST_CASE("a device chunk's kernel runs while the chunk before it comes back, wi
   CHECK(overlapped);
 }
 
+namespace {
+// A kernel `name(global int* y, ulong end)` that writes 1 over its range of y, below `end`.
+Kernel ones_kernel(Controller& c, const std::string& name) {
+  return c.kernel_from_source(
+      "kernel void " + name + "(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }",
+      name);
+}
+}  // namespace
+
 // A device chunk's kernel that faults (HETFLOW_DEBUG_FAULT_KERNEL plays NVIDIA's part, as in
 // tests/test_device_faults.cpp: the launch ends with a fault status and the controller is lost): the
 // call ends, with or without CPU workers (then the calling thread watches the chunks' ends), and says
@@ -300,8 +309,7 @@ TEST_CASE("a device chunk whose kernel faults ends the call with the fault named
     ::unsetenv("HETFLOW_DEBUG_FAULT_KERNEL");
     constexpr std::size_t n = 40'000;
     auto y = c.tile<int>(n, "y");
-    Kernel oob = c.kernel_from_source(
-        "kernel void oob(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }", "oob");
+    Kernel oob = ones_kernel(c, "oob");
     LoopBody body;
     body.device = [&](Controller& ctl, Chunk ch) {
       ctl.launch(oob, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
@@ -330,8 +338,7 @@ TEST_CASE("a chunk refused at submission is a RequestFailed naming the chunk, ho
   Controller c(test::options(Policy::async));
   constexpr std::size_t n = 10'000;
   auto y = c.tile<int>(n, "y");
-  Kernel fill = c.kernel_from_source(
-      "kernel void fill(global int* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] = 1; }", "fill");
+  Kernel fill = ones_kernel(c, "fill");
   LoopBody body;
   body.device = [&](Controller& ctl, Chunk ch) {
     ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))));  // one argument short
