@@ -112,19 +112,17 @@ void Engine::finish_device(Request& r, cl_int status) {
   settle_running_preds(r, status == CL_COMPLETE);
   // A predecessor that failed cancels r through its device_dependants, but its finish may still be
   // on its way there on another thread: r's outcome follows from theirs here too.
-  std::string cause;
+  RequestList failed;  // every one: the failures behind r are kept for its hazard (Engine::is_done)
   {
     std::lock_guard lock(r.m);
-    for (const auto& p : r.running_preds) {
-      const Status s = p->status.load(std::memory_order_acquire);
-      if (s == Status::failed || s == Status::cancelled) {
-        cause = dependency_cause(*p, s);
-        break;
-      }
-    }
+    for (const auto& p : r.running_preds)
+      if (const Status s = p->status.load(std::memory_order_acquire); s == Status::failed || s == Status::cancelled)
+        failed.push_back(p);
   }
-  if (!cause.empty()) {
-    finish(r, Status::cancelled, "not run: " + cause);
+  if (!failed.empty()) {
+    for (const auto& p : failed) cancel_because(r, *p, p->status.load(std::memory_order_acquire));
+    const Request& first = *failed.front();
+    finish(r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
     return;
   }
   finish_outcome(r, status);

@@ -100,17 +100,19 @@ void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
   // when it enqueues. The +1 is the streaming node's to take, so no host predecessor can release
   // the command before the streaming node saw it.
   r->enqueue_unmet.store(1, std::memory_order_relaxed);
+  RequestList ended_badly;  // cancel_because takes p.m itself
   std::erase_if(r->preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
     if (const Status s = p->status.load(std::memory_order_relaxed); s != Status::pending) {
-      if (s != Status::done) cancel_because(*r, dependency_cause(*p, s));
+      if (s != Status::done) ended_badly.push_back(p);
       return true;
     }
     r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);  // under p->m: p cannot finish meanwhile
     p->held.push_back(r);
     return true;
   });
+  for (const auto& p : ended_badly) cancel_because(*r, *p, p->status.load(std::memory_order_acquire));
 }
 
 }  // namespace hetflow::detail

@@ -200,11 +200,19 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   std::size_t running = 0;
   for (std::size_t i = 0; i < r.preds.size(); ++i) {
     Request& p = *r.preds[i];
+    Status s;
     {
       std::lock_guard lock(p.m);
-      const Status s = p.status.load();
-      if (s == Status::failed || s == Status::cancelled || !p.event.load()) return dependency_cause(p, s);
+      s = p.status.load();
       if (s == Status::done) continue;
+    }
+    if (s == Status::failed || s == Status::cancelled || !p.event.load()) {
+      // Every failure behind r is kept, for the hazard it stays until they are reported (Engine::is_done).
+      for (std::size_t j = i; j < r.preds.size(); ++j)
+        if (const Status t = r.preds[j]->status.load(std::memory_order_acquire);
+            j == i || t == Status::failed || t == Status::cancelled)
+          cancel_because(r, *r.preds[j], j == i ? s : t);
+      return dependency_cause(p, s);
     }
     if (running != i) std::swap(r.preds[running], r.preds[i]);
     ++running;
@@ -278,13 +286,13 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   flush_policy_.enqueued(
       r->lane, [this] { return engine_.now_ns(); }, [this](unsigned i) { engine_.flush(i); });
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
-  std::string failed_pred;
+  RequestList failed_preds;  // cancel_because takes p.m itself
   for (const auto& p : running) {
     std::lock_guard lock(p->m);
     if (const Status s = p->status.load(std::memory_order_relaxed); s == Status::pending)
       p->device_dependants.push_back(r);
-    else if (s != Status::done && failed_pred.empty())
-      failed_pred = dependency_cause(*p, s);
+    else if (s != Status::done)
+      failed_preds.push_back(p);
   }
   if (r->kind == Kind::kernel && chains_launches())
     last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
@@ -309,7 +317,11 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   for (const auto& w : parked_waits) engine_.wake_parked(*w);
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) engine_.watch(r);  // flushes r's queue
-  if (!failed_pred.empty()) engine_.finish(*r, Status::cancelled, "not run: " + failed_pred);
+  if (!failed_preds.empty()) {
+    for (const auto& p : failed_preds) cancel_because(*r, *p, p->status.load(std::memory_order_acquire));
+    const Request& first = *failed_preds.front();
+    engine_.finish(*r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
+  }
   unobserved_[r->lane].push_back(r);
   settle_ended(r->lane);
 }

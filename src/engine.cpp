@@ -662,15 +662,18 @@ void Engine::finish(Request& r, Status s, std::string error) {
   // Held-back requests never reach the driver: the streaming node cancels them once nothing they
   // wait for is left (Engine::end_after_preds).
   for (const auto& h : held) {
-    cancel_because(*h, cause);
+    cancel_because(*h, r, s);
     release_held(h, nullptr);
   }
   // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them.
-  for (const auto& d : dependants) finish(*d, Status::cancelled, "not run: " + cause);
+  for (const auto& d : dependants) {
+    cancel_because(*d, r, s);
+    finish(*d, Status::cancelled, "not run: " + cause);
+  }
 }
 
-void Engine::release_consumer(const RequestPtr& consumer, const Request* failed_pred) {
-  if (failed_pred) cancel_because(*consumer, dependency_cause(*failed_pred, failed_pred->status.load()));
+void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) {
+  if (failed_pred) cancel_because(*consumer, *failed_pred, failed_pred->status.load());
   if (consumer->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(consumer);
 }
 
@@ -720,31 +723,35 @@ void Engine::arm_host_side(const RequestPtr& r) {
   bool waits_on_device = false;
   for (const auto& p : r->preds) {
     bool register_now = false, flush_only = false;
-    {
+    Status ended = Status::pending;
+    {  // p.m is released before cancel_because below takes it
       std::lock_guard lock(p->m);
-      if (const Status s = p->status.load(std::memory_order_relaxed); s != Status::pending) {
-        if (s != Status::done) cancel_because(*r, dependency_cause(*p, s));
-        continue;
-      }
-      p->waiters.push_back(r);
-      r->unmet.fetch_add(1, std::memory_order_relaxed);
-      if ((r->is_hook() || r->kind == Kind::host) && on_device(p->kind)) waits_on_device = true;
-      if (r->kind == Kind::wait && on_device(p->kind)) {
-        std::lock_guard own(r->m);
-        r->wait().device_preds.push_back(p);
-      }
-      if (on_device(p->kind) && p->watch != Watch::registered) {
-        if (p->event.load() && r->kind == Kind::wait) {
-          // The waiting thread blocks on this one itself (wait_request): a callback would only
-          // cost a driver call and a graph task. The command must be flushed to complete, though.
-          flush_only = true;
-        } else if (p->event.load()) {
-          p->watch = Watch::registered;
-          register_now = true;
-        } else {
-          p->watch = Watch::requested;  // the streaming node registers it right after enqueueing
+      ended = p->status.load(std::memory_order_relaxed);
+      if (ended == Status::pending) {
+        p->waiters.push_back(r);
+        r->unmet.fetch_add(1, std::memory_order_relaxed);
+        if ((r->is_hook() || r->kind == Kind::host) && on_device(p->kind)) waits_on_device = true;
+        if (r->kind == Kind::wait && on_device(p->kind)) {
+          std::lock_guard own(r->m);
+          r->wait().device_preds.push_back(p);
+        }
+        if (on_device(p->kind) && p->watch != Watch::registered) {
+          if (p->event.load() && r->kind == Kind::wait) {
+            // The waiting thread blocks on this one itself (wait_request): a callback would only
+            // cost a driver call and a graph task. The command must be flushed to complete, though.
+            flush_only = true;
+          } else if (p->event.load()) {
+            p->watch = Watch::registered;
+            register_now = true;
+          } else {
+            p->watch = Watch::requested;  // the streaming node registers it right after enqueueing
+          }
         }
       }
+    }
+    if (ended != Status::pending) {
+      if (ended != Status::done) cancel_because(*r, *p, ended);
+      continue;
     }
     if (register_now) watch(p);
     if (flush_only) streaming_step_.flush_lane(p->lane);
@@ -853,7 +860,17 @@ bool Engine::is_done(const RequestPtr& r) {
   // a predecessor a little longer: its event joins a wait list, as in hand-written code, until the
   // streaming step, a wait or a poll settles it. A failed request stays a hazard until reported.
   const Status s = r->status.load(std::memory_order_acquire);
-  return s == Status::done || (s != Status::pending && r->reported.load(std::memory_order_acquire));
+  if (s == Status::done) return true;
+  if (s == Status::pending || !r->reported.load(std::memory_order_acquire)) return false;
+  // Reported, but a cancelled request stays a hazard while a failure behind it is not: the failed
+  // request's own access may be gone from the tracker, forgotten under this one's covering write,
+  // and what reads there next would get data the failed request never wrote. (One gone was reported:
+  // the controller keeps a failure until a wait takes it.)
+  std::lock_guard lock(r->m);
+  return std::all_of(r->failures_behind.begin(), r->failures_behind.end(), [](const std::weak_ptr<Request>& b) {
+    const RequestPtr failed = b.lock();
+    return !failed || failed->reported.load(std::memory_order_acquire);
+  });
 }
 
 std::size_t Engine::tracked_accesses() const {

@@ -224,7 +224,7 @@ class Engine {
   // nothing is left, elsewhere h is put to the streaming node.
   void release_held(const RequestPtr& h, RequestList* released);
   bool is_done(const RequestPtr& r);
-  void release_consumer(const RequestPtr& consumer, const Request* failed_pred);
+  void release_consumer(const RequestPtr& consumer, Request* failed_pred);
   void ready(const RequestPtr& r);
   void arm_host_side(const RequestPtr& r);
   void calibrate_clock();

@@ -9,6 +9,7 @@
 #include <tbb/scalable_allocator.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -201,6 +202,10 @@ struct Request : std::enable_shared_from_this<Request> {
   std::exception_ptr exception;  // host tasks: what fn threw
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
+  // A cancelled request: the failed requests behind its cancellation (under m): it stays a hazard
+  // until they are reported too (Engine::is_done). Its covering write may have made the tracker
+  // forget their accesses, and what reads there next would get data they never wrote.
+  std::vector<std::weak_ptr<Request>> failures_behind;
 
   // Recording (dumps, traces).
   // Written by whoever runs or enqueues the request while records() may read them from any thread
@@ -227,10 +232,24 @@ inline std::string dependency_cause(const Request& p, Status s) {
   return "request #" + std::to_string(p.id) + " '" + p.name + "' that it depends on " +
          (s == Status::pending ? std::string("was never enqueued") : std::string(to_string(s)));
 }
-// Records the first cause of r's cancellation (under r.m: several predecessors may fail at once).
-inline void cancel_because(Request& r, std::string cause) {
+// r is not run because its predecessor p ended with s (failed or cancelled; pending: never
+// enqueued): keeps the first cause, and adds the failed requests behind p (p itself, or those behind
+// a cancelled p) to r's. Called without p.m or r.m held: it takes each in turn.
+inline void cancel_because(Request& r, Request& p, Status s) {
+  std::vector<std::weak_ptr<Request>> behind;
+  if (s == Status::failed) {
+    behind.push_back(p.weak_from_this());
+  } else if (s == Status::cancelled) {
+    std::lock_guard lock(p.m);
+    behind = p.failures_behind;
+  }
+  std::string cause = dependency_cause(p, s);
   std::lock_guard lock(r.m);
   if (r.cancel_cause.empty()) r.cancel_cause = std::move(cause);
+  for (auto& b : behind)
+    if (std::none_of(r.failures_behind.begin(), r.failures_behind.end(),
+                     [&](const std::weak_ptr<Request>& x) { return !x.owner_before(b) && !b.owner_before(x); }))
+      r.failures_behind.push_back(std::move(b));
 }
 
 }  // namespace hetflow::detail

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -404,9 +405,11 @@ void for_box(const Box& b, F&& f) {
 
 // Which requests fail or are cancelled, as the engine decides it (docs/architecture.md, "Failures"):
 // a request is cancelled when one of its accesses conflicts (overlapping boxes, not two reads) with
-// an access of a failed or cancelled request that no wait has reported yet; a write erases the
-// entries its box contains, whose conflicts it inherits. This is the hazard tracker's rule
-// (src/dependency_tracker.hpp), kept here for bad requests only: good ones never cancel anything.
+// an access of a failed or cancelled request that is still a hazard: a failed one until a wait has
+// reported it, a cancelled one until a wait has reported it and every failed request behind it; a
+// write erases the entries its box contains, whose conflicts it inherits. This is the hazard
+// tracker's rule (src/dependency_tracker.hpp), kept here for bad requests only: good ones never
+// cancel anything.
 class FailureModel {
  public:
   struct Touch {
@@ -419,10 +422,19 @@ class FailureModel {
   // if it runs. Returns whether it runs and succeeds.
   bool submit(int index, const std::vector<Touch>& touches, bool throws) {
     bool cancelled = false;
+    std::set<int> behind;  // the failed requests behind a cancellation
     for (const auto& t : touches)
       for (const auto& e : lists_[key(t)])
-        if (e.box.overlaps(t.box) && (e.writes || t.writes)) cancelled = true;
+        if (e.box.overlaps(t.box) && (e.writes || t.writes)) {
+          cancelled = true;
+          const auto& theirs = behind_[e.index];
+          if (theirs.empty())
+            behind.insert(e.index);  // it failed itself
+          else
+            behind.insert(theirs.begin(), theirs.end());
+        }
     const bool bad = cancelled || throws;
+    if (cancelled) behind_[index] = std::move(behind);
     for (const auto& t : touches) {
       auto& list = lists_[key(t)];
       if (t.writes) std::erase_if(list, [&](const Entry& e) { return t.box.contains(e.box); });
@@ -437,16 +449,20 @@ class FailureModel {
   }
   // A wait on `tile` (or, with -1, wait_all) reports the bad requests that touch it: how many.
   std::size_t report(int tile) {
-    std::vector<int> reported;
+    std::size_t count = 0;
     std::erase_if(unreported_, [&](const Bad& b) {
       const bool concerns = tile < 0 || std::find(b.tiles.begin(), b.tiles.end(), tile) != b.tiles.end();
-      if (concerns) reported.push_back(b.index);
+      if (concerns) reported_.insert(b.index), ++count;
       return concerns;
     });
-    for (auto& [k, list] : lists_)
-      std::erase_if(
-          list, [&](const Entry& e) { return std::find(reported.begin(), reported.end(), e.index) != reported.end(); });
-    return reported.size();
+    // A reported request stops being a hazard once every failed request behind it is reported too.
+    const auto clear = [&](int index) {
+      if (!reported_.count(index)) return false;
+      const auto& theirs = behind_[index];
+      return std::all_of(theirs.begin(), theirs.end(), [&](int f) { return reported_.count(f) > 0; });
+    };
+    for (auto& [k, list] : lists_) std::erase_if(list, [&](const Entry& e) { return clear(e.index); });
+    return count;
   }
 
  private:
@@ -462,6 +478,8 @@ class FailureModel {
   static std::pair<int, bool> key(const Touch& t) { return {t.tile, t.device}; }
   std::map<std::pair<int, bool>, std::vector<Entry>> lists_;
   std::vector<Bad> unreported_;
+  std::set<int> reported_;
+  std::map<int, std::set<int>> behind_;  // a cancelled request's failed requests behind it
 };
 
 // The images each request touches and how, in the order the engine records them

@@ -230,7 +230,7 @@ TEST_CASE("the destructor waits for what host tasks and hooks submit while it wa
         c.launch(k, Range(16), io(t), 16, 2.0f);  // x = 2x + 1
         c.move_from(t);
         c.on_ready(
-            "hook", [&](const Outcome& o) { hooks += o.ok() ? 1 : 0; }, in(t));
+            "hook", [&](const Outcome& outcome) { hooks += outcome.ok() ? 1 : 0; }, in(t));
         c.host_task(
             "level", [&, d] { level(d + 1); }, io(t));
         c.move_to(t);
