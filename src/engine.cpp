@@ -867,7 +867,8 @@ bool Engine::is_done(const RequestPtr& r) {
   // and what reads there next would get data the failed request never wrote. (One gone was reported:
   // the controller keeps a failure until a wait takes it.)
   std::lock_guard lock(r->m);
-  return std::all_of(r->failures_behind.begin(), r->failures_behind.end(), [](const std::weak_ptr<Request>& b) {
+  if (!r->failures_behind) return true;
+  return std::all_of(r->failures_behind->begin(), r->failures_behind->end(), [](const std::weak_ptr<Request>& b) {
     const RequestPtr failed = b.lock();
     return !failed || failed->reported.load(std::memory_order_acquire);
   });

@@ -204,8 +204,9 @@ struct Request : std::enable_shared_from_this<Request> {
   std::atomic<bool> reported{false};
   // A cancelled request: the failed requests behind its cancellation (under m): it stays a hazard
   // until they are reported too (Engine::is_done). Its covering write may have made the tracker
-  // forget their accesses, and what reads there next would get data they never wrote.
-  std::vector<std::weak_ptr<Request>> failures_behind;
+  // forget their accesses, and what reads there next would get data they never wrote. Made only for a
+  // cancelled request: the others do not pay its size (a soak keeps 10^5 requests in flight).
+  std::unique_ptr<std::vector<std::weak_ptr<Request>>> failures_behind;
 
   // Recording (dumps, traces).
   // Written by whoever runs or enqueues the request while records() may read them from any thread
@@ -241,15 +242,18 @@ inline void cancel_because(Request& r, Request& p, Status s) {
     behind.push_back(p.weak_from_this());
   } else if (s == Status::cancelled) {
     std::lock_guard lock(p.m);
-    behind = p.failures_behind;
+    if (p.failures_behind) behind = *p.failures_behind;
   }
   std::string cause = dependency_cause(p, s);
   std::lock_guard lock(r.m);
   if (r.cancel_cause.empty()) r.cancel_cause = std::move(cause);
+  if (behind.empty()) return;
+  if (!r.failures_behind) r.failures_behind = std::make_unique<std::vector<std::weak_ptr<Request>>>();
+  auto& mine = *r.failures_behind;
   for (auto& b : behind)
-    if (std::none_of(r.failures_behind.begin(), r.failures_behind.end(),
+    if (std::none_of(mine.begin(), mine.end(),
                      [&](const std::weak_ptr<Request>& x) { return !x.owner_before(b) && !b.owner_before(x); }))
-      r.failures_behind.push_back(std::move(b));
+      mine.push_back(std::move(b));
 }
 
 }  // namespace hetflow::detail
