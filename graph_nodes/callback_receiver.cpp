@@ -120,12 +120,16 @@ void Engine::finish_device(Request& r, cl_int status) {
         failed.push_back(p);
   }
   if (!failed.empty()) {
-    for (const auto& p : failed) cancel_because(r, *p, p->status.load(std::memory_order_acquire));
-    const Request& first = *failed.front();
-    finish(r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
+    cancel_after(r, failed);
     return;
   }
   finish_outcome(r, status);
+}
+
+void Engine::cancel_after(Request& r, const RequestList& failed_preds) {
+  for (const auto& p : failed_preds) cancel_because(r, *p, p->status.load(std::memory_order_acquire));
+  const Request& first = *failed_preds.front();
+  finish(r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
 }
 
 void Engine::finish_outcome(Request& r, cl_int status) {

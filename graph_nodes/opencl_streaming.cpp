@@ -208,10 +208,11 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
     }
     if (s == Status::failed || s == Status::cancelled || !p.event.load()) {
       // Every failure behind r is kept, for the hazard it stays until they are reported (Engine::is_done).
-      for (std::size_t j = i; j < r.preds.size(); ++j)
+      cancel_because(r, p, s);
+      for (std::size_t j = i + 1; j < r.preds.size(); ++j)
         if (const Status t = r.preds[j]->status.load(std::memory_order_acquire);
-            j == i || t == Status::failed || t == Status::cancelled)
-          cancel_because(r, *r.preds[j], j == i ? s : t);
+            t == Status::failed || t == Status::cancelled)
+          cancel_because(r, *r.preds[j], t);
       return dependency_cause(p, s);
     }
     if (running != i) std::swap(r.preds[running], r.preds[i]);
@@ -317,11 +318,7 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   for (const auto& w : parked_waits) engine_.wake_parked(*w);
   for (const auto& h : held) engine_.release_held(h, &released);
   if (register_now) engine_.watch(r);  // flushes r's queue
-  if (!failed_preds.empty()) {
-    for (const auto& p : failed_preds) cancel_because(*r, *p, p->status.load(std::memory_order_acquire));
-    const Request& first = *failed_preds.front();
-    engine_.finish(*r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
-  }
+  if (!failed_preds.empty()) engine_.cancel_after(*r, failed_preds);
   unobserved_[r->lane].push_back(r);
   settle_ended(r->lane);
 }

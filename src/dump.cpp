@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -27,6 +28,9 @@ using nlohmann::json;
 namespace detail {
 
 std::string read_text_file(const std::string& path, const char* what) {
+  // A directory opens and reads as empty, and would fail later as "not JSON" at the end of its input.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw Error(std::string(what) + " '" + path + "' is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(std::string(what) + " '" + path + "': cannot open it (missing or unreadable)");
   std::ostringstream s;

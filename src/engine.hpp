@@ -139,6 +139,9 @@ class Engine {
   // First the outcomes of what r waited on: asked of the driver, or all done if r ended well.
   void settle_running_preds(Request& r, bool ended_well);
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
+  // An enqueued command r whose predecessors `failed_preds` (not empty) failed or were cancelled:
+  // cancelled, keeping every failure behind them (cancel_because).
+  void cancel_after(Request& r, const RequestList& failed_preds);
   // device_faults.cpp: a command's status, a driver's fault report included (CL_QUEUED ...
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
   cl_int command_status(const Request& r);

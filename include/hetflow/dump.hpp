@@ -101,7 +101,7 @@ void write_env_dumps(const Controller& c) noexcept;
 
 namespace detail {
 // Whole-file I/O for the dump, trace and CLI code; errors (Error) name the file and `what` it is
-// ("dump", "trace", ...).
+// ("dump", "trace", ...), and a directory as one.
 std::string read_text_file(const std::string& path, const char* what);
 void write_text_file(const std::string& path, const std::string& text, const char* what);
 }  // namespace detail

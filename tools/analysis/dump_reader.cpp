@@ -5,8 +5,6 @@
 #include <hetflow/errors.hpp>
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -218,15 +216,8 @@ std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& te
   }
 }
 
-std::string read_input_file(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(std::string(what) + " '" + path + "' is a directory, not a file");
-  return detail::read_text_file(path, what);
-}
-
 std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path) {
-  const std::string text = read_input_file(path, "dump");
+  const std::string text = detail::read_text_file(path, "dump");
   try {
     return from_json(text);
   } catch (const Error& e) {

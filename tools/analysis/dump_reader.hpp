@@ -16,8 +16,4 @@ std::pair<std::vector<RequestRecord>, GraphInfo> from_json(const std::string& js
 // from_json on the contents of a file; errors name the file.
 std::pair<std::vector<RequestRecord>, GraphInfo> load_dump(const std::string& path);
 
-// The contents of the file `what` names ("dump", "trace"); Error naming it if it cannot be read or
-// is a directory (which reads as empty, then fails as "not JSON" at the end of its input).
-std::string read_input_file(const std::string& path, const char* what);
-
 }  // namespace hetflow

@@ -2,8 +2,6 @@
 // the critical path): for the CLI and the tests, not the runtime, which only writes traces.
 #include "analysis/trace_summary.hpp"
 
-#include "analysis/dump_reader.hpp"
-
 #include <hetflow/dump.hpp>
 #include <hetflow/errors.hpp>
 
@@ -323,7 +321,7 @@ TraceSummary summarize_trace(const std::string& text, const std::string& from) {
 }
 
 TraceSummary summarize_trace_file(const std::string& path, const std::string& from) {
-  const std::string text = read_input_file(path, "trace");
+  const std::string text = detail::read_text_file(path, "trace");
   try {
     return summarize_trace(text, from);
   } catch (const Error& e) {
