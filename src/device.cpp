@@ -81,6 +81,11 @@ std::vector<DeviceInfo> list_devices_unchecked() {
   if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && count == 0)) throw DeviceError(no_platform_help);
   if (err != CL_SUCCESS) throw OpenCLError(err, "clGetPlatformIDs");
   cl::Platform::get(&platforms);
+  // Oclgrind, once a selection naming it registered it, says it has every device type, and the ICD
+  // loader's default order puts platforms with GPUs first: numbered last instead, it leaves every
+  // other device's P:D what `hetflow devices` showed without it.
+  std::stable_partition(platforms.begin(), platforms.end(),
+                        [](const cl::Platform& p) { return trimmed(p.getInfo<CL_PLATFORM_NAME>()) != "Oclgrind"; });
 
   std::vector<DeviceInfo> out;
   for (unsigned p = 0; p < platforms.size(); ++p) {

@@ -45,13 +45,24 @@ std::vector<std::string> kernel_search_path() {
 
 std::string find_kernel_file(const std::string& file) {
   std::error_code ec;
-  if (fs::is_regular_file(file, ec)) return file;
-  std::vector<std::string> tried{fs::absolute(file, ec).string()};
-  if (!fs::path(file).is_absolute()) {
-    for (const auto& dir : kernel_search_path()) {
-      fs::path candidate = fs::path(dir) / file;
-      if (fs::is_regular_file(candidate, ec)) return candidate.string();
-      tried.push_back(candidate.string());
+  const fs::path given(file);
+  std::vector<std::string> tried;
+  auto found = [&](const fs::path& candidate) {
+    if (fs::is_regular_file(candidate, ec)) return true;
+    tried.push_back(fs::absolute(candidate, ec).string());
+    return false;
+  };
+  if (given.is_absolute()) {
+    if (found(given)) return file;
+  } else {
+    // HETFLOW_KERNEL_PATH first, as documented: a file of the same name that happens to sit in the
+    // working directory must not replace the one the user pointed at. Then the working directory,
+    // then hetflow's own kernels.
+    const std::vector<std::string> dirs = kernel_search_path();
+    const std::size_t from_env = detail::env_kernel_path().size();
+    for (std::size_t i = 0; i <= dirs.size(); ++i) {
+      if (i == from_env && found(given)) return file;
+      if (i < dirs.size() && found(fs::path(dirs[i]) / given)) return (fs::path(dirs[i]) / given).string();
     }
   }
   std::string msg = "kernel file '" + file + "' not found; searched:";

@@ -669,6 +669,13 @@ TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
   r = cli("report " + quoted(other));
   CHECK(r.status == 1);
   CHECK(r.output.find("traceEvents") != std::string::npos);
+  // A time whose nanoseconds overflow 64 bits: named, not a negative wall time.
+  const fs::path far = dir / "far.json";
+  spit(far, R"({"traceEvents": [{"ph": "X", "ts": 1e300, "dur": 1, "name": "k"}]})");
+  r = cli("report " + quoted(far));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("traceEvents[0] has \"ts\" 1e+300") != std::string::npos);
 
   // Rendering: no Graphviz on PATH, and dot itself failing, each say so.
   const fs::path good = dir / "render-errors.json";

@@ -43,9 +43,31 @@ TEST_CASE("the CLI registers Oclgrind wherever a selection names it: hetflow dev
   auto r = test::run_command("HETFLOW_DEVICE=oclgrind " HETFLOW_CLI_PATH " devices");
   INFO(r.output);
   CHECK(r.status == 0);
-  CHECK(r.output.find("Default device (*): 0:0 Oclgrind Simulator") != std::string::npos);
+  CHECK(r.output.find(":0 Oclgrind Simulator — first device whose name or platform contains 'oclgrind'") !=
+        std::string::npos);
   r = test::run_command(HETFLOW_CLI_PATH " run mandelbrot --size 32 --calls 1 --devices portable,oclgrind --verify");
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("+ Oclgrind Simulator (Oclgrind)") != std::string::npos);
+}
+
+TEST_CASE("registering Oclgrind renumbers no other device: it comes last, and 0:0 names what it named before") {
+  auto plain = test::run_command(HETFLOW_CLI_PATH " devices");
+  auto with = test::run_command("HETFLOW_DEVICE=oclgrind " HETFLOW_CLI_PATH " devices");
+  INFO(plain.output);
+  INFO(with.output);
+  REQUIRE(plain.status == 0);
+  REQUIRE(with.status == 0);
+  // "    0:0  CPU         pthread-..." (the default marker aside): the same line in both lists.
+  const auto at = plain.output.find("0:0  ");
+  REQUIRE(at != std::string::npos);
+  const std::string first = plain.output.substr(at, plain.output.find('\n', at) - at);
+  CHECK(with.output.find(first) != std::string::npos);
+  CHECK(with.output.find("0:0  GPU         Oclgrind") == std::string::npos);
+  // And a loop over 0:0 and Oclgrind runs on both, not on Oclgrind twice.
+  auto run = test::run_command(HETFLOW_CLI_PATH " run mandelbrot --size 32 --calls 1 --devices 0:0,oclgrind");
+  INFO(run.output);
+  CHECK(run.status == 0);
+  CHECK(run.output.find("Oclgrind Simulator (Oclgrind) + Oclgrind") == std::string::npos);
+  CHECK(run.output.find("+ Oclgrind Simulator (Oclgrind)") != std::string::npos);
 }

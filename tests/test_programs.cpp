@@ -96,6 +96,31 @@ TEST_CASE("HETFLOW_KERNEL_PATH comes first on the search path") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a file of the same name in the working directory does not replace HETFLOW_KERNEL_PATH's") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-kernel-path-first";
+  const fs::path cwd = fs::temp_directory_path() / "hetflow-kernel-path-cwd";
+  fs::create_directories(dir);
+  fs::create_directories(cwd);
+  std::ofstream(dir / "same_name.cl") << "__kernel void from_path(__global int* x) { x[0] = 1; }\n";
+  std::ofstream(cwd / "same_name.cl") << "__kernel void from_cwd(__global int* x) { x[0] = 2; }\n";
+  const fs::path was = fs::current_path();
+  fs::current_path(cwd);
+  ::setenv("HETFLOW_KERNEL_PATH", dir.c_str(), 1);
+  {
+    Fixture f;
+    CHECK(f.cache.from_file("same_name.cl")->label() == (dir / "same_name.cl").string());
+  }
+  ::unsetenv("HETFLOW_KERNEL_PATH");
+  {
+    Fixture f;  // without the variable, the working directory's comes before hetflow's own
+    CHECK(f.cache.from_file("same_name.cl")->label() == "same_name.cl");
+  }
+  fs::current_path(was);
+  fs::remove_all(dir);
+  fs::remove_all(cwd);
+}
+
 TEST_CASE("an unknown kernel name lists the kernels the program has") {
   Fixture f;
   auto program = f.cache.from_file("hetflow_test.cl");

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <fstream>
 #include <utility>
 
 #include "native/native_workloads.hpp"
@@ -187,6 +189,81 @@ TEST_CASE("hetflow run: the default job prints its table, and bad options are cl
   CHECK(r.status != 0);
   out = r.output;
   CHECK(out.find("--slots") != std::string::npos);
+}
+
+TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names it") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-cli-refusals";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  auto refused = [&](const std::string& args, const std::string& says) {
+    auto r = test::run_command(cli + " " + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(says) != std::string::npos);
+  };
+  refused("bogus", "unknown command 'bogus'");
+  refused("--bogus", "unknown option '--bogus'");
+  refused("run sobel --size ''", "--size: an empty value");
+  refused("run sobel --dump ''", "--dump: an empty value");
+  refused("run jacobi --output " + d + "/j.y4m", "--output is for sobel; jacobi does not read it");
+  CHECK(!fs::exists(dir / "j.y4m"));
+  refused("run sobel --scheduler dynamic:8", "--scheduler is for the loop workloads");
+  refused("run spmv --slots 2", "--slots is for sobel");
+  refused("run mandelbrot --fast-math", "--fast-math is for nbody and barneshut");
+  refused("run mandelbrot --repeat 2", "--repeat is for sobel, jacobi and matpow");
+  refused("run spmv --size 27", "spmv takes an R-MAT scale (2^scale rows), a whole number from 1 to 26");
+  refused("run mandelbrot --policy both", "a loop runs under one policy");
+  refused("run mandelbrot --devices cpu,", "--devices 'cpu,': an empty element");
+  refused("run sobel --size 64 --frames 1 --dump " + d + "/x.json --trace " + d + "/x.json",
+          "--dump and --trace name the same file");
+  CHECK(!fs::exists(dir / "x.json"));
+
+  // An output over its own input is refused before anything is opened: the input stays whole.
+  const std::string clip = d + "/clip.y4m";
+  REQUIRE(test::run_command(cli + " run sobel --size 32x16 --frames 2 --policy sync --output " + clip).status == 0);
+  const auto size = fs::file_size(clip);
+  refused("run sobel --input " + clip + " --output " + clip, "--output '" + clip + "' is the --input file");
+  CHECK(fs::file_size(clip) == size);
+
+  // A frame size no kernel can index is named, with the file, before anything is allocated.
+  std::ofstream(d + "/huge.y4m") << "YUV4MPEG2 W99999999 H99999999 F25:1\nFRAME\n";
+  refused("run sobel --input " + d + "/huge.y4m", "are larger than hetflow reads");
+
+  // A loop runs under the policy and kernel queues asked for.
+  auto r = test::run_command(cli + " run mandelbrot --size 32 --calls 1 --policy sync --dump " + d + "/m.json");
+  REQUIRE(r.status == 0);
+  std::ifstream m(d + "/m.json");
+  const std::string dump((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
+  CHECK(dump.find("\"policy\": \"sync\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-cli-failed-dumps";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& [kernel, workload] :
+       {std::pair{"sobel_col_diff", "sobel --size 64x32 --frames 3"},
+        std::pair{"mandelbrot_rows", "mandelbrot --size 32 --calls 1 --scheduler static:1"}}) {
+    CAPTURE(workload);
+    const std::string base = (dir / "f").string();
+    auto r = test::run_command("HETFLOW_DEBUG_FAULT_KERNEL=" + std::string(kernel) + " " + cli + " run " + workload +
+                               " --policy async --dump " + base + ".json --trace " + base + ".trace.json");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("the run failed; its dumps:") != std::string::npos);
+    CHECK(fs::exists(base + ".json"));
+    CHECK(fs::exists(base + ".trace.json"));
+    fs::remove(base + ".json");
+    fs::remove(base + ".trace.json");
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("hetflow run LOOP ends its last line, so an error after it starts a line of its own") {

@@ -374,6 +374,23 @@ TEST_CASE("workloads_reference: generate_frame is deterministic, in range and mo
   CHECK(hi - lo > 100.0f);  // a real texture, not a flat frame
 }
 
+TEST_CASE(
+    "workloads_reference: a frame of 16 MiB (streaming stores) has the pixels of a smaller one (ordinary stores)") {
+  // A pixel depends on its coordinates and the index only: a frame one row shorter, below the
+  // streaming threshold, must hold the same rows.
+  const int w = 2048, h = 2048;
+  std::vector<float> big(std::size_t(w) * h), small(std::size_t(w) * (h - 1));
+  wl::generate_frame(big.data(), w, h, 5);
+  wl::generate_frame(small.data(), w, h - 1, 5);
+  CHECK(wl::count_bit_differences(big.data(), small.data(), small.size()) == 0);
+  std::vector<float> odd(std::size_t(w + 3) * h);  // rows that start off 16-byte alignment
+  wl::generate_frame(odd.data(), w + 3, h, 5);
+  std::size_t differ = 0;
+  for (int y = 0; y < h - 1; ++y)
+    differ += wl::count_bit_differences(odd.data() + std::size_t(y) * (w + 3), small.data() + std::size_t(y) * w, w);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("workloads_reference: Y4M: three frames round-trip through Y4mWriter and Y4mReader") {
   TempFile file("roundtrip");
   const int w = 20, h = 12;

@@ -79,8 +79,8 @@ class Program {
 // Builds .cl programs once per (source, options) for one device of one context.
 // Thread-safe: every method may be called from any thread (one lock guards the cache; two threads
 // asking for the same program may both build it, and one build is kept).
-// Files are looked up, in order, as given (absolute or relative to the working directory), then in
-// each directory of HETFLOW_KERNEL_PATH (':'-separated), the source tree's kernels_cl/, and the
+// An absolute file is taken as it is; a relative one is looked up, in order, in each directory of
+// HETFLOW_KERNEL_PATH (':'-separated), the working directory, the source tree's kernels_cl/, and the
 // installed share/hetflow/kernels_cl/ next to the library.
 class ProgramCache {
  public:

@@ -49,11 +49,18 @@ std::int64_t total(const std::vector<TimeInterval>& v) {
   return t;
 }
 
+// `key` of event `index` in µs; a time whose nanoseconds do not fit 64 bits (or start + dur then)
+// is refused instead of wrapping into a negative wall time.
 double number(const json& ev, const char* key, std::size_t index) {
   auto it = ev.find(key);
   if (it == ev.end() || !it->is_number())
     bad("traceEvents[" + std::to_string(index) + "] has no numeric \"" + key + "\"");
-  return it->get<double>();
+  const double us = it->get<double>();
+  constexpr double limit_us = 4.0e15;  // ~127 years of ns, twice over, still below 2^63
+  if (!(us >= -limit_us && us <= limit_us))
+    bad("traceEvents[" + std::to_string(index) + "] has \"" + key + "\" " + it->dump() +
+        " µs, out of range (at most 4e15)");
+  return us;
 }
 
 bool is_id(const json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0); }

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <hetflow/controller.hpp>
 
+#include <cstdio>
+#include <exception>
 #include <string>
 
 namespace hetflow::cli {
@@ -11,4 +13,24 @@ void add_run_command(CLI::App& app);
 
 // Writes what --dump / --trace ask for (nothing for empty paths).
 void write_requested_dumps(const hetflow::Controller& c, const std::string& dump, const std::string& trace);
+
+// run()'s result; if it throws, what --dump / --trace ask for is written first (a dump that cannot be
+// written is said on stderr, and the run's own error is the one thrown).
+template <class Run>
+auto with_dumps_of_a_failure(const hetflow::Controller& c, const std::string& dump, const std::string& trace, Run&& run)
+    -> decltype(run()) {
+  try {
+    return run();
+  } catch (...) {
+    if (!dump.empty() || !trace.empty()) {
+      try {
+        std::fprintf(stderr, "hetflow: the run failed; its dumps:\n");
+        write_requested_dumps(c, dump, trace);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "hetflow: the failed run's dumps could not be written: %s\n", e.what());
+      }
+    }
+    throw;
+  }
+}
 }  // namespace hetflow::cli

@@ -7,14 +7,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 
 #include "commands.hpp"
 #include "numbers.hpp"
+#include "text_checks.hpp"
 #include "run_loop.hpp"
 #include "workloads/cpu_reference.hpp"
 #include "workloads/frames.hpp"
+#include "workloads/loop_registry.hpp"
 #include "workloads/pipelines.hpp"
 #include "workloads/sobel_flow.hpp"
 #include "workloads/sobel_sizing.hpp"
@@ -28,10 +31,10 @@ struct RunOptions {
   int frames = 0;      // frames (sobel) or iterations/products (jacobi, matpow); 0 = the workload's default
   std::string policy;  // empty: HETFLOW_POLICY's, else both
   std::string device;
-  std::vector<std::string> devices;  // loops over several devices
-  unsigned kernel_queues = 0;        // 0: HETFLOW_KERNEL_QUEUES's, else 1
-  int slots = 0;                     // sobel: 0 = workloads::kDefaultSobelSlots
-  int host_threads = 0;              // sobel: 0 = the cores the device leaves free
+  std::string devices;         // loops over several devices: comma-separated selections
+  unsigned kernel_queues = 0;  // 0: HETFLOW_KERNEL_QUEUES's, else 1
+  int slots = 0;               // sobel: 0 = workloads::kDefaultSobelSlots
+  int host_threads = 0;        // sobel: 0 = the cores the device leaves free
   std::string dump, trace, input, output;
   bool verify = false;
   bool flow_graph = false;           // sobel: the pipeline as a tbb::flow::graph of hetflow's nodes
@@ -46,11 +49,18 @@ bool is_loop(const std::string& workload) {
   return workload == "mandelbrot" || workload == "nbody" || workload == "spmv" || workload == "barneshut";
 }
 
+std::vector<Policy> policies_to_run(const RunOptions& o) {
+  std::string policy = o.policy;
+  if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
+  if (policy.empty() || policy == "both") return {Policy::sync, Policy::async};
+  return {parse_policy(policy)};
+}
+
 void run_loop_workload(const RunOptions& o) {
   LoopRunOptions l;
   l.workload = o.workload;
   l.device = o.device;
-  l.devices = o.devices;
+  if (!o.devices.empty()) l.devices = split_list("--devices", o.devices);
   l.scheduler = o.scheduler;
   l.cpu_workers = o.cpu_workers;
   l.device_slots = o.device_slots;
@@ -58,12 +68,16 @@ void run_loop_workload(const RunOptions& o) {
   l.verify = o.verify;
   l.dump = o.dump;
   l.trace = o.trace;
+  l.kernel_queues = o.kernel_queues;
+  if (o.policy == "both") throw UsageError("--policy both: a loop runs under one policy, sync or async");
+  if (!o.policy.empty()) l.policy = parse_policy(o.policy);  // else the controllers' default (HETFLOW_POLICY)
   if (o.frames > 0) l.calls = o.frames;
   if (!o.size.empty()) {
-    const auto n = parse_whole_number(o.size, 1, SIZE_MAX);
+    const auto range = workloads::loop_size_range(o.workload);
+    const auto n = parse_whole_number(o.size, range.min, range.max);
     if (!n)
-      throw UsageError("--size '" + o.size + "': " + o.workload + " takes one size, " +
-                       whole_number_range(1, SIZE_MAX) + " (plain decimal digits)");
+      throw UsageError("--size '" + o.size + "': " + o.workload + " takes " + range.what + ", " +
+                       whole_number_range(range.min, range.max));
     l.size = std::size_t(*n);
   }
   run_loop(l);
@@ -125,13 +139,6 @@ void verify(const RunOptions& o, int width, int height, int steps, const workloa
 
 bool is_sobel(const RunOptions& o) { return o.workload == "sobel"; }
 
-std::vector<Policy> policies_to_run(const RunOptions& o) {
-  std::string policy = o.policy;
-  if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
-  if (policy.empty() || policy == "both") return {Policy::sync, Policy::async};
-  return {parse_policy(policy)};
-}
-
 // Frames of width × height (sobel) or an n × n grid or matrix; steps are frames, iterations or products.
 struct ProblemSize {
   int width, height, steps;
@@ -169,10 +176,11 @@ workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Poli
   copts.device = o.device;
   copts.policy = policy;
   if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
-  if (last && (!o.dump.empty() || !o.trace.empty())) copts.record = true;
+  // Every run records when dumps are asked for: a run that fails is the one to look at.
+  if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
   Controller c(copts);
   device_name = c.device().name + " (" + c.device().platform_name + ")";
-  workloads::RunResult r = run_workload(c, o, size, last);
+  workloads::RunResult r = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return run_workload(c, o, size, last); });
   if (last) write_requested_dumps(c, o.dump, o.trace);
   return r;
 }
@@ -260,14 +268,54 @@ void verify_last(const RunOptions& o, const ProblemSize& size, const workloads::
   verify(o, vw, vh, size.steps, last);
 }
 
+// Options only some workloads read: given to another, they would be ignored without a word.
+void refuse_options_of_other_workloads(const CLI::App& cmd, const std::string& workload) {
+  const bool loop = is_loop(workload), sobel = workload == "sobel";
+  const bool fast_math = workload == "nbody" || workload == "barneshut";
+  const struct {
+    const char* option;
+    bool applies;
+    const char* which;
+  } only[] = {{"--slots", sobel, "sobel"},
+              {"--host-threads", sobel, "sobel"},
+              {"--input", sobel, "sobel"},
+              {"--output", sobel, "sobel"},
+              {"--flow-graph", sobel, "sobel"},
+              {"--scheduler", loop, "the loop workloads (mandelbrot, nbody, spmv, barneshut)"},
+              {"--cpu-workers", loop, "the loop workloads (mandelbrot, nbody, spmv, barneshut)"},
+              {"--device-slots", loop, "the loop workloads (mandelbrot, nbody, spmv, barneshut)"},
+              {"--devices", loop, "the loop workloads (mandelbrot, nbody, spmv, barneshut)"},
+              {"--fast-math", fast_math, "nbody and barneshut"},
+              {"--repeat", !loop, "sobel, jacobi and matpow (a loop runs --calls times)"}};
+  for (const auto& o : only)
+    if (!o.applies && cmd.count(o.option) > 0)
+      throw UsageError(std::string(o.option) + " is for " + o.which + "; " + workload + " does not read it");
+}
+
+// A path the run writes must not be one it reads or another it writes: the second would silently
+// replace the first (and an output opened over its own input destroys the input before it is read).
+void refuse_shared_paths(const RunOptions& o) {
+  const std::pair<const char*, const std::string*> written[] = {
+      {"--output", &o.output}, {"--dump", &o.dump}, {"--trace", &o.trace}};
+  auto same_file = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return a == b || std::filesystem::equivalent(a, b, ec);
+  };
+  for (std::size_t i = 0; i < std::size(written); ++i) {
+    const auto& [name, path] = written[i];
+    if (path->empty()) continue;
+    if (!o.input.empty() && same_file(*path, o.input))
+      throw UsageError(std::string(name) + " '" + *path +
+                       "' is the --input file: it would be overwritten before it is read");
+    for (std::size_t j = i + 1; j < std::size(written); ++j)
+      if (!written[j].second->empty() && same_file(*path, *written[j].second))
+        throw UsageError(std::string(name) + " and " + written[j].first + " name the same file '" + *path + "'");
+  }
+}
+
 void run(const RunOptions& o) {
-  if (o.device_slots != 0 && !is_loop(o.workload))
-    throw UsageError("--device-slots is for the loop workloads (mandelbrot, nbody, spmv, barneshut); " + o.workload +
-                     " has no chunks");
-  if (!o.devices.empty() && !is_loop(o.workload))
-    throw UsageError("--devices is for the loop workloads (mandelbrot, nbody, spmv, barneshut); " + o.workload +
-                     " runs on one device (--device)");
   if (!o.devices.empty() && !o.device.empty()) throw UsageError("give --device or --devices, not both");
+  refuse_shared_paths(o);
   if (is_loop(o.workload)) return run_loop_workload(o);
   const std::vector<Policy> policies = policies_to_run(o);
   const ProblemSize size = problem_size(o);
@@ -310,7 +358,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--fast-math", o->fast_math, "nbody, barneshut: the kernels built with -cl-fast-relaxed-math");
   cmd->add_option("--size", o->size,
                   "sobel: 720p|1080p|4k|8k|16k|WxH (default 1080p); jacobi, matpow: N (default 1024, 256); "
-                  "mandelbrot: image side (1024); nbody, barneshut: bodies (16384, 100000); spmv: R-MAT scale (16)");
+                  "mandelbrot: image side (1024); nbody, barneshut: bodies (16384, 100000); spmv: R-MAT scale (16)")
+      ->check(non_empty());
   // One setting under four names, each its own option: CLI11 names an option in its errors by its
   // first name, and the user must read the name they typed.
   std::vector<CLI::Option*> steps;
@@ -327,11 +376,12 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--policy", o->policy, "sync | async | both (default: HETFLOW_POLICY, else both)")
       ->check(CLI::IsMember({"sync", "async", "both"}));
   cmd->add_option("--device", o->device,
-                  "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU");
+                  "device selection (gpu, cpu, P:D or a name); default HETFLOW_DEVICE or the first GPU")
+      ->check(non_empty());
   cmd->add_option("--devices", o->devices,
                   "loops: several devices, comma-separated selections (e.g. nvidia,portable), one controller each; "
                   "the loop's tiles are the first's")
-      ->delimiter(',');
+      ->check(non_empty());
   cmd->add_option("--kernel-queues", o->kernel_queues,
                   "kernel queues under async (default: HETFLOW_KERNEL_QUEUES, else 1)")
       ->transform(whole_number(1, 64));
@@ -346,14 +396,16 @@ void add_run_command(CLI::App& app) {
                   "a GPU, cores - compute units on a CPU device, at least 1)")
       ->transform(whole_number(1, 1024));
   cmd->add_option("--dump", o->dump,
-                  "write the task graph of the last run as JSON (and .dot beside it; loops over several devices: each "
-                  "further device's as NAME.devD.json)");
+                  "write the task graph of the last run (or of the run that failed) as JSON (and .dot beside it; loops "
+                  "over several devices: each further device's as NAME.devD.json)")
+      ->check(non_empty());
   cmd->add_option("--trace", o->trace,
-                  "write the timeline of the last run as Chrome trace-event JSON (loops over several devices: each "
-                  "further device's beside it, NAME.devD.json)");
+                  "write the timeline of the last run (or of the run that failed) as Chrome trace-event JSON (loops "
+                  "over several devices: each further device's beside it, NAME.devD.json)")
+      ->check(non_empty());
   cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m");
+  cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m")->check(non_empty());
   cmd->add_option("--repeat", o->repeat,
                   "runs per policy, alternating, the median reported (default: 3 when comparing sync and async, "
                   "else 1)")
@@ -362,7 +414,10 @@ void add_run_command(CLI::App& app) {
                 "sobel: build the pipeline as a tbb::flow::graph of hetflow's nodes (include/hetflow/flow.hpp, "
                 "tools/workloads/sobel_flow.cpp) instead of Controller calls; same results");
   cmd->add_flag("--verify", o->verify, "compare the last result with the CPU reference");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o, cmd] {
+    refuse_options_of_other_workloads(*cmd, o->workload);
+    run(*o);
+  });
 }
 
 }  // namespace hetflow::cli

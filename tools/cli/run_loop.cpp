@@ -34,6 +34,8 @@ void run_loop(const LoopRunOptions& o) {
   for (const auto& sel : selections) {
     ControllerOptions copts;
     copts.device = sel;
+    if (o.policy) copts.policy = *o.policy;
+    if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
     copts.profiling = true;  // the schedulers time device chunks by their kernels' profiling counters
     if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
     ctls.push_back(std::make_unique<Controller>(copts));
@@ -57,7 +59,7 @@ void run_loop(const LoopRunOptions& o) {
   for (int call = 0; call < o.calls; ++call) {
     w->before_call();
     w->clear_output();
-    last = loop(w->size());
+    last = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return loop(w->size()); });
     std::printf("%-5d %10.4f", call, last.seconds);
     for (const auto& side : last.sides) std::printf(" %14zu %8zu", side.iterations, side.chunks);
     std::printf("\n");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -161,6 +162,9 @@ Y4mReader::Y4mReader(const std::string& path) : path_(path) {
   if (height_ == 0) fail(path_, "header has no height (H tag)");
 
   const std::size_t w = static_cast<std::size_t>(width_), h = static_cast<std::size_t>(height_);
+  if (w * h > std::size_t{INT32_MAX})  // the kernels index a frame's pixels with int
+    fail(path_, "frames of " + std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
+                    " pixels are larger than hetflow reads (at most 2^31 - 1 pixels)");
   const std::size_t cw = (w + 1) / 2, ch = (h + 1) / 2;
   if (cs == "420jpeg" || cs == "420" || cs == "420mpeg2" || cs == "420paldv")
     chroma_bytes_ = 2 * cw * ch;

@@ -1,5 +1,7 @@
 #include "workloads/loop_registry.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -47,6 +49,21 @@ class Adapter : public LoopWorkload {
 const std::vector<std::string>& loop_workload_names() {
   static const std::vector<std::string> names = {"mandelbrot", "nbody", "spmv", "barneshut"};
   return names;
+}
+
+LoopSizeRange loop_size_range(const std::string& name) {
+  constexpr std::size_t int32_max = std::size_t(std::numeric_limits<std::int32_t>::max());
+  if (name == "mandelbrot") return {1, 46340, "an image side (side * side < 2^31)"};
+  if (name == "nbody") return {1, int32_max, "a number of bodies"};
+  if (name == "spmv") {
+    // 2^scale rows of edge_factor entries each, indexed by int32.
+    const std::size_t edge_factor = RmatParams{}.edge_factor;
+    std::size_t scale = 1;
+    while ((std::size_t(1) << (scale + 1)) * edge_factor <= int32_max) ++scale;
+    return {1, scale, "an R-MAT scale (2^scale rows)"};
+  }
+  if (name == "barneshut") return {1, (std::size_t(1) << 31) - 3, "a number of bodies"};
+  throw UsageError("no loop workload '" + name + "': mandelbrot, nbody, spmv or barneshut");
 }
 
 std::unique_ptr<LoopWorkload> make_loop_workload(Controller& c, const std::string& name, std::size_t size,

@@ -29,4 +29,11 @@ std::unique_ptr<LoopWorkload> make_loop_workload(Controller& c, const std::strin
                                                  bool fast_math = false);
 const std::vector<std::string>& loop_workload_names();
 
+// The sizes make_loop_workload accepts for `name`, and what a size means ("an R-MAT scale").
+struct LoopSizeRange {
+  std::size_t min, max;
+  std::string what;
+};
+LoopSizeRange loop_size_range(const std::string& name);
+
 }  // namespace hetflow::workloads
