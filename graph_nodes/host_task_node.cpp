@@ -14,7 +14,12 @@ thread_local const Engine* running_engine = nullptr;
 
 const Request* Engine::host_task_on_this_thread() const { return running_engine == this ? running_task : nullptr; }
 
-bool running_host_task() { return running_task != nullptr; }
+bool running_host_task_on(const TileState& tile) {
+  if (!running_task) return false;
+  for (const auto& a : running_task->accesses)
+    if (a.tile.get() == &tile || a.tile->host_of.get() == &tile) return true;
+  return false;
+}
 
 void Engine::run_host(const RequestPtr& r) {
   if (recording) {

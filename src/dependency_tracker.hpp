@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -50,7 +51,9 @@ class DependencyTracker {
   template <class IsDone>
   void access(std::uint64_t tile, Image image, const Box& box, bool reads, bool writes, const Handle& who,
               const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
-    auto& list = lists_[tile][static_cast<int>(image)];
+    auto [at, added] = lists_.try_emplace(tile);
+    if (added) sweep_queue_.push_back(tile);
+    auto& list = at->second[static_cast<int>(image)];
     prune(list, is_done);
     for (const auto& e : list) {
       if (e.who == who || !e.box.overlaps(box)) continue;
@@ -96,6 +99,24 @@ class DependencyTracker {
 
   void forget(std::uint64_t tile) { lists_.erase(tile); }
 
+  // Prunes up to `count` tiles, the longest unvisited first, and forgets those left with nothing.
+  // A tile whose handles were all dropped is never accessed again: without this, its completed
+  // requests (which own the tile's buffers) would stay until the next wait_all.
+  template <class IsDone>
+  void sweep(std::size_t count, IsDone&& is_done) {
+    for (; count > 0 && !sweep_queue_.empty(); --count) {
+      const std::uint64_t tile = sweep_queue_.front();
+      sweep_queue_.pop_front();
+      auto it = lists_.find(tile);
+      if (it == lists_.end()) continue;  // forgotten since, or visited through a later entry
+      for (auto& list : it->second) prune(list, is_done);
+      if (it->second[0].empty() && it->second[1].empty())
+        lists_.erase(it);
+      else
+        sweep_queue_.push_back(tile);
+    }
+  }
+
   // Keep completed accesses (up to a bound per list) so their edges still show in a recorded
   // task graph; the caller then drops completed predecessors itself.
   void keep_completed(bool keep) { keep_completed_ = keep; }
@@ -122,6 +143,7 @@ class DependencyTracker {
   static constexpr std::size_t kKeptCompleted = 32;
   bool keep_completed_ = false;
   std::unordered_map<std::uint64_t, std::array<std::vector<Entry>, 2>> lists_;
+  std::deque<std::uint64_t> sweep_queue_;  // tiles of lists_, each at least once, in visiting order
 };
 
 }  // namespace hetflow::detail

@@ -44,9 +44,11 @@ constexpr const char* cl_type_name() {
     return nullptr;
 }
 
-// Whether the calling thread is running a host task (of any controller): requests submitted before
-// free(t) may still use t's handle (graph_nodes/host_task_node.cpp).
-bool running_host_task();
+struct TileState;
+// Whether the calling thread is running a host task (or hook) that declared an access to `tile`: the
+// tile's release waits for it, so it may still use a freed tile's handle; any other code may not
+// (graph_nodes/host_task_node.cpp).
+bool running_host_task_on(const TileState& tile);
 
 // What a Tile handle points to. Owned jointly by the user's handles and the requests in flight,
 // so buffers outlive every command that uses them.
@@ -128,8 +130,8 @@ class Tile {
   explicit Tile(std::shared_ptr<detail::TileState> s) : state_(std::move(s)) {}
   const detail::TileState& state() const {
     if (!state_) throw UsageError("use of an empty Tile handle (made by Tile<T>() and never assigned)");
-    // Host tasks submitted before free() run before the tile is released and may still use it.
-    if (state_->freed.load(std::memory_order_relaxed) && !detail::running_host_task())
+    // Host tasks that declared the tile before free() run before it is released and may still use it.
+    if (state_->freed.load(std::memory_order_relaxed) && !detail::running_host_task_on(*state_))
       throw UsageError("tile '" + state_->name + "' used after free");
     return *state_;
   }

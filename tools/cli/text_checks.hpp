@@ -12,8 +12,7 @@ namespace hetflow::cli {
 
 // For add_option(...)->check(non_empty()).
 inline CLI::Validator non_empty() {
-  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty value" : ""; },
-                        "TEXT");
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty value" : ""; }, "TEXT");
 }
 
 // "a,b,c" as its elements; throws UsageError naming `option` for an empty element ("a,,b", "a,").
