@@ -112,17 +112,19 @@ void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> 
   }
 }
 
-void NodeCore::hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
+void NodeCore::hook_limited(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
   std::lock_guard lock(order_m_);
   order_queue_.emplace_back(std::move(fn), std::move(roles));
-  if (order_busy_) return;
-  order_busy_ = true;
-  submit_next_in_order();
+  if (order_running_ >= options_.concurrency) return;
+  ++order_running_;
+  submit_next_limited();
 }
 
-void NodeCore::submit_next_in_order() {
-  // The next hook is submitted once the one before has run, so their bodies run in order; its
-  // transfers were submitted on arrival, so waiting costs no overlap.
+void NodeCore::submit_next_limited() {
+  // A hook is submitted only once a running one has ended: a hook cannot be held back once submitted
+  // without blocking its thread, and a limit kept in the async_node would bound only the submitting
+  // step. The transfers were submitted on arrival, so waiting here costs no overlap; with a limit of 1
+  // the bodies run in arrival order.
   auto [fn, roles] = std::move(order_queue_.front());
   order_queue_.pop_front();
   auto self = shared_from_this();
@@ -131,9 +133,9 @@ void NodeCore::submit_next_in_order() {
         fn(o);
         std::lock_guard lock(self->order_m_);
         if (self->order_queue_.empty())
-          self->order_busy_ = false;
+          --self->order_running_;
         else
-          self->submit_next_in_order();
+          self->submit_next_limited();
       },
       std::move(roles));
 }

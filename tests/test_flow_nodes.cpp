@@ -2,6 +2,8 @@
 // order, backpressure, failures and wait_for_all, on the real flow graph and the default device.
 #include <hetflow/dump.hpp>
 #include <hetflow/flow.hpp>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -736,4 +739,52 @@ TEST_CASE("a controller destroyed while the graph still holds messages for its n
     CHECK(e.rfind("node '") == 0);  // named once, first
   }
   CHECK(gone > 0);
+}
+
+TEST_CASE("a host node runs at most NodeOptions::concurrency bodies at once, with threads to spare") {
+  // More threads than bodies allowed, on any machine: the limit, not the cores, must bound them.
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 8);
+  for (const std::size_t limit : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+    CAPTURE(limit);
+    tbb::task_arena arena(8);
+    std::optional<Controller> c;
+    arena.execute([&] { c.emplace(test::options(Policy::async)); });
+    std::atomic<int> running{0}, most{0};
+    std::mutex m;
+    std::vector<std::uint64_t> arrived, ran;
+    arena.execute([&] {
+      graph g;
+      hf::host_node<Item> body(
+          g, *c,
+          [&](const Item& it) {
+            std::lock_guard lock(m);
+            arrived.push_back(it.seq);
+            return hf::touch(out(it.x));
+          },
+          [&](Item& it) {
+            const int now = ++running;
+            for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+            }
+            {
+              std::lock_guard lock(m);
+              ran.push_back(it.seq);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            --running;
+          },
+          {.name = "body", .concurrency = limit});
+      const int M = 12;
+      for (int i = 0; i < M; ++i) {
+        Item it;
+        it.seq = std::uint64_t((i * 5) % M);
+        it.x = c->tile<float>(16, "x" + std::to_string(i));
+        body.try_put(it);
+      }
+      g.wait_for_all();
+    });
+    CHECK(most.load() >= 1);
+    CHECK(most.load() <= int(limit));
+    if (limit == 1) CHECK(ran == arrived);
+    arena.execute([&] { c.reset(); });
+  }
 }

@@ -121,7 +121,10 @@ enum class Emit { when_submitted, when_complete };
 struct NodeOptions {
   std::string name{};  // names the node's requests in dumps and traces; default: the kernel's name, "host"
   Emit emit = Emit::when_submitted;  // kernel_node only
-  // host_node: how many bodies may run at once; 1 also runs them in the order the messages arrived.
+  // host_node, to_host_node: how many bodies may run at once (0, tbb::flow::unlimited: no limit); 1 also
+  // runs them in the order the messages arrived. Bodies run in completion hooks, so the limit is kept
+  // there: a message whose body may not start yet waits with its hook unsubmitted (its transfers are
+  // submitted on arrival all the same).
   std::size_t concurrency = tbb::flow::unlimited;
   bool implicit_transfers = true;  // false: the node moves nothing; the program does
 };
@@ -147,8 +150,9 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   void prepare_host(const std::vector<Access>& roles, Message& m);
   // `suffix` tells a kernel node's completion hook from its kernel in dumps ("sobel_rows: ended").
   void hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix = "");
-  // Hooks run one after another, in the order submitted (host_node with concurrency 1).
-  void hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
+  // At most options().concurrency of these hooks submitted and not yet run, the others waiting in the
+  // order they came (host_node with a concurrency: its bodies).
+  void hook_limited(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
   // The outcome failed: the message takes the failures of its tiles' requests from the controller.
   void take_failures(Message& m, const Outcome& o);
   // A function of the node's threw, or its launch was refused: the message fails, naming the node.
@@ -158,7 +162,8 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   hetflow::detail::ControllerLife& life() const { return *life_; }
 
  private:
-  void submit_next_in_order();  // with order_m_ held
+  void submit_next_limited();  // with order_m_ held
+  bool owns(const hetflow::detail::TileState& t) const;
   static void note_tile(Message& m, const Access& a);
 
   Controller& c_;
@@ -170,7 +175,7 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   std::uint32_t id_;              // in the controller's record of the program's flow graph
   std::recursive_mutex order_m_;  // recursive: a refused hook runs its function at once, which submits the next
   std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
-  bool order_busy_ = false;
+  std::size_t order_running_ = 0;  // hook_limited's hooks submitted and not yet run
 };
 
 // How a loop node's call ended: what the loop did, its first failure ("" if none), the tiles its
@@ -308,7 +313,8 @@ class host_node : public detail::async_node_base<Msg> {
  private:
   template <class RolesFn, class Body>
   host_node(tbb::flow::graph& g, std::shared_ptr<detail::NodeCore> core, RolesFn roles, Body body)
-      // One at a time and in order: the submitting step too, so hooks are queued in arrival order.
+      // Concurrency 1: the submitting step one at a time too, so hooks are queued in arrival order. The
+      // limit itself is kept where the bodies run, in the hooks (NodeCore::hook_limited).
       : base(g, core->options().concurrency == 1 ? tbb::flow::serial : tbb::flow::unlimited,
              [core, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
                  const Msg& in, typename async::gateway_type& gw) {
@@ -342,8 +348,8 @@ class host_node : public detail::async_node_base<Msg> {
                  gate->try_put(m);
                  gate->release_wait();
                };
-               if (core->options().concurrency == 1)
-                 core->hook_in_order(std::move(run), std::move(touched));
+               if (core->options().concurrency != tbb::flow::unlimited)
+                 core->hook_limited(std::move(run), std::move(touched));
                else
                  core->hook(std::move(run), std::move(touched));
              }) {}
