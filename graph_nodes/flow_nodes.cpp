@@ -27,6 +27,7 @@ Access whole_tile(const Access& a, Role r) { return Access{a.tile, Box::whole(a.
 NodeCore::NodeCore(Controller& c, std::string name, const char* kind, NodeOptions options)
     : c_(c),
       life_(hetflow::detail::engine_of(c).life()),
+      serial_(hetflow::detail::engine_of(c).serial),
       name_(std::move(name)),
       options_(std::move(options)),
       id_(hetflow::detail::engine_of(c).flow_topology().add_node(name_, kind)) {}
@@ -35,6 +36,11 @@ void NodeCore::arrived(Message& m) {
   if (hetflow::detail::ControllerLife::Use use(*life_); use)
     hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
   m.last_nodes.assign(1, id_);
+}
+
+bool NodeCore::owns(const hetflow::detail::TileState& t) const {
+  // Tile ids are per controller: another's failure lists must not be searched by them.
+  return t.owner == serial_;
 }
 
 void NodeCore::controller_gone() const {
@@ -141,12 +147,8 @@ void NodeCore::submit_next_limited() {
 }
 
 void NodeCore::take_failures(Message& m, const Outcome& o) {
-  if (hetflow::detail::ControllerLife::Use use(*life_); use) {
-    auto& engine = hetflow::detail::engine_of(c_);
-    engine.flow_topology().failed(id_);
-    for (const auto& t : m.touched_tiles)
-      for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
-  }
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) hetflow::detail::engine_of(c_).flow_topology().failed(id_);
+  collect_failures(m);
   if (!m.error.empty()) return;
   for (const auto& f : m.failures)
     if (!f.cancelled) {
@@ -156,8 +158,32 @@ void NodeCore::take_failures(Message& m, const Outcome& o) {
   m.error = o.error;
 }
 
+void NodeCore::collect_failures(Message& m) {
+  m.failures_collected = true;
+  hetflow::detail::ControllerLife::Use use(*life_);
+  if (!use) return;
+  auto& engine = hetflow::detail::engine_of(c_);
+  for (const auto& t : m.touched_tiles)
+    if (owns(*t))
+      for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
+}
+
+std::vector<Access> NodeCore::earlier_requests(const Message& m) const {
+  std::vector<Access> roles;
+  for (const auto& t : m.touched_tiles) {
+    if (!owns(*t)) continue;
+    // in() waits for an image's latest writer, and each image has its own: a request the nodes make
+    // writes a tile of the message (a transfer, a launch, a hook), so these are the ends of them all.
+    const Access whole{t, Box::whole(t->extent), Role::in};
+    if (!t->device_only) roles.push_back(whole);
+    roles.push_back(device_image(whole));
+  }
+  return roles;
+}
+
 void NodeCore::fail(Message& m, std::exception_ptr e) {
   m.exception = e;
+  m.failures_collected = false;
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {

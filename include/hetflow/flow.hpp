@@ -55,10 +55,16 @@ struct Message {
     error.clear();
     failures.clear();
     exception = nullptr;
+    failures_collected = false;
   }
 
   // The tiles nodes made requests on for this message: where a node looks for its failures.
   std::vector<std::shared_ptr<hetflow::detail::TileState>> touched_tiles;
+  // Set by the nodes once a failed message holds the failures of every request made for it so far.
+  // A message failed by a throw may still have requests running (a kernel node emits on submission):
+  // the next node waits for them and takes their failures before passing it on, or they would stay
+  // with the controller and cancel the next message on the same tiles.
+  bool failures_collected = false;
   // The hetflow nodes it left last (one; several after flow::merge): how a dump learns the program's
   // edges (GraphInfo::flow_edges), which oneTBB cannot list.
   std::vector<std::uint32_t> last_nodes;
@@ -71,6 +77,8 @@ struct Message {
 template <class Msg, class... More>
 Msg merge(Msg first, const More&... more) {
   auto add = [&first](const Message& other) {
+    // Each copy's own requests: collected only where every copy's were (an ok copy's never are).
+    if (!other.failures_collected) first.failures_collected = false;
     if (!first.failed() && other.failed()) {
       first.error = other.error;
       first.exception = other.exception;
@@ -157,6 +165,11 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   void take_failures(Message& m, const Outcome& o);
   // A function of the node's threw, or its launch was refused: the message fails, naming the node.
   void fail(Message& m, std::exception_ptr e);
+  // What a hook must wait for so that every request made so far on m's tiles (of this controller)
+  // has ended: their latest writers, on both images.
+  std::vector<Access> earlier_requests(const Message& m) const;
+  // Takes the failures of m's tiles' requests from the controller, without counting a failure here.
+  void collect_failures(Message& m);
   // Throws UsageError naming the node when its controller is gone (after the destructor began).
   [[noreturn]] void controller_gone() const;
   hetflow::detail::ControllerLife& life() const { return *life_; }
@@ -170,6 +183,8 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   // Closed by the controller's destructor: a node step checks it before touching c_ (a program may
   // destroy the controller while its graph still holds messages for this node).
   std::shared_ptr<hetflow::detail::ControllerLife> life_;
+  // The controller's serial number, read while it lived: what its tiles carry.
+  std::uint64_t serial_;
   std::string name_;
   NodeOptions options_;
   std::uint32_t id_;              // in the controller's record of the program's flow graph
@@ -177,6 +192,30 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
   std::size_t order_running_ = 0;  // hook_limited's hooks submitted and not yet run
 };
+
+// A failed message goes on. Requests made for it before it failed may still be running (a kernel node
+// emits on submission, a launch function may throw after that): a hook first waits for them and takes
+// their failures into the message, or they would stay with the controller and fail the next message
+// on the same tiles.
+template <class Msg, class Gateway>
+void pass_failed(const std::shared_ptr<NodeCore>& core, Msg m, Gateway& gw) {
+  std::vector<Access> pending;
+  if (!m.failures_collected) pending = core->earlier_requests(m);
+  if (pending.empty()) {
+    m.failures_collected = true;
+    gw.try_put(m);
+    return;
+  }
+  gw.reserve_wait();
+  auto* gate = &gw;
+  core->hook(
+      [core, gate, m](const Outcome&) mutable {
+        core->collect_failures(m);
+        gate->try_put(m);
+        gate->release_wait();
+      },
+      std::move(pending), ": failed message");
+}
 
 // How a loop node's call ended: what the loop did, its first failure ("" if none), the tiles its
 // chunks used (where the failed requests are).
@@ -258,7 +297,7 @@ class kernel_node : public detail::async_node_base<Msg> {
           Msg m = in;
           core->arrived(m);
           if (m.failed()) {
-            gw.try_put(m);
+            detail::pass_failed(core, std::move(m), gw);
             return;
           }
           std::vector<Access> written;
@@ -266,7 +305,7 @@ class kernel_node : public detail::async_node_base<Msg> {
             written = core->launch(k, fn(m), m);
           } catch (...) {  // refused at submission (arguments, limits): nothing was launched
             core->fail(m, std::current_exception());
-            gw.try_put(m);
+            detail::pass_failed(core, std::move(m), gw);
             return;
           }
           if (written.empty()) {  // writes nothing: nothing to wait for either
@@ -321,7 +360,7 @@ class host_node : public detail::async_node_base<Msg> {
                Msg m = in;
                core->arrived(m);
                if (m.failed()) {
-                 gw.try_put(m);
+                 detail::pass_failed(core, std::move(m), gw);
                  return;
                }
                std::vector<Access> touched;
@@ -330,7 +369,7 @@ class host_node : public detail::async_node_base<Msg> {
                  core->prepare_host(touched, m);
                } catch (...) {
                  core->fail(m, std::current_exception());
-                 gw.try_put(m);
+                 detail::pass_failed(core, std::move(m), gw);
                  return;
                }
                gw.reserve_wait();
@@ -345,7 +384,10 @@ class host_node : public detail::async_node_base<Msg> {
                      core->fail(m, std::current_exception());
                    }
                  }
-                 gate->try_put(m);
+                 if (m.failed())
+                   detail::pass_failed(core, std::move(m), *gate);
+                 else
+                   gate->try_put(m);
                  gate->release_wait();
                };
                if (core->options().concurrency != tbb::flow::unlimited)
@@ -406,7 +448,7 @@ class loop_node : public detail::async_node_base<Msg> {
                Msg m = in;
                core->node().arrived(m);
                if (m.failed()) {
-                 gw.try_put(m);
+                 detail::pass_failed(core->node().shared_from_this(), std::move(m), gw);
                  return;
                }
                Loop l;
@@ -415,7 +457,7 @@ class loop_node : public detail::async_node_base<Msg> {
                  core->prepare(l, m);
                } catch (...) {
                  core->node().fail(m, std::current_exception());
-                 gw.try_put(m);
+                 detail::pass_failed(core->node().shared_from_this(), std::move(m), gw);
                  return;
                }
                gw.reserve_wait();
