@@ -33,13 +33,21 @@ NodeCore::NodeCore(Controller& c, std::string name, const char* kind, NodeOption
       id_(hetflow::detail::engine_of(c).flow_topology().add_node(name_, kind)) {}
 
 void NodeCore::arrived(Message& m) {
-  if (hetflow::detail::ControllerLife::Use use(*life_); use)
-    hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
-  m.last_nodes.assign(1, id_);
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) {
+    // Ids are per controller: another controller's node is outside this one's graph, as a plain TBB
+    // node is (id 0), or its id would name one of this controller's nodes, or none.
+    std::vector<std::uint32_t> from;
+    for (const auto& n : m.last_nodes) {
+      const std::uint32_t id = n.controller == serial_ ? n.node : 0;
+      if (std::find(from.begin(), from.end(), id) == from.end()) from.push_back(id);
+    }
+    hetflow::detail::engine_of(c_).flow_topology().arrived(from, id_);
+  }
+  m.last_nodes.assign(1, Message::NodeRef{serial_, id_});
 }
 
 bool NodeCore::owns(const hetflow::detail::TileState& t) const {
-  // Tile ids are per controller: another's failure lists must not be searched by them.
+  // Tile ids are per controller too: another's failure lists must not be searched by them.
   return t.owner == serial_;
 }
 

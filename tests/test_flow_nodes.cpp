@@ -947,3 +947,46 @@ TEST_CASE("after flow::merge, a branch's device failure not yet seen is taken by
   CHECK(wrong.load() == 0);
   CHECK_NOTHROW(c.wait_all());
 }
+
+TEST_CASE("one graph, two controllers: each dump counts the other's nodes as outside, and loads and renders") {
+  struct Two : hf::Message {
+    Tile<float> ta, tb;
+  };
+  Controller a(test::options(Policy::async));
+  Controller b(test::options(Policy::async));
+  graph g;
+  auto on_a = [](const Two& m) { return hf::touch(out(m.ta)); };
+  auto on_b = [](const Two& m) { return hf::touch(out(m.tb)); };
+  hf::host_node<Two> a1(g, a, on_a, [](Two&) {}, {.name = "a1"});
+  hf::host_node<Two> a2(g, a, on_a, [](Two&) {}, {.name = "a2"});
+  hf::host_node<Two> a3(g, a, on_a, [](Two&) {}, {.name = "a3"});
+  hf::host_node<Two> b1(g, b, on_b, [](Two&) {}, {.name = "b1"});
+  make_edge(a1, a2);
+  make_edge(a2, a3);
+  make_edge(a3, b1);
+  const int N = 5;
+  for (int i = 0; i < N; ++i) {
+    Two m;
+    m.seq = std::uint64_t(i);
+    m.ta = a.tile<float>(16, "ta");
+    m.tb = b.tile<float>(16, "tb");
+    a1.try_put(m);
+  }
+  g.wait_for_all();
+  auto edges_of = [](const GraphInfo& info) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> edges;
+    for (const auto& e : info.flow_edges) edges[{e.from, e.to}] = e.messages;
+    return edges;
+  };
+  const GraphInfo info_a = graph_info(a), info_b = graph_info(b);
+  CHECK(edges_of(info_a) ==
+        std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t>{{{0, 1}, N}, {{1, 2}, N}, {{2, 3}, N}});
+  REQUIRE(info_b.flow_nodes.size() == 1);
+  CHECK(edges_of(info_b) == std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t>{{{0, 1}, N}});
+  const auto records = b.records();
+  const auto [back, back_info] = hetflow::from_json(to_json(records, info_b));
+  CHECK(back_info.flow_edges.size() == 1);
+  const std::string dot = to_flow_dot(back, back_info);
+  CHECK(dot.find("f0 -> f1") != std::string::npos);
+  CHECK(dot.find("f3") == std::string::npos);
+}

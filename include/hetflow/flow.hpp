@@ -65,9 +65,16 @@ struct Message {
   // the next node waits for them and takes their failures before passing it on, or they would stay
   // with the controller and cancel the next message on the same tiles.
   bool failures_collected = false;
+  // A hetflow node: its controller (Controller's serial number) and its id in that controller's dump.
+  struct NodeRef {
+    std::uint64_t controller = 0;
+    std::uint32_t node = 0;
+    bool operator==(const NodeRef&) const = default;
+  };
   // The hetflow nodes it left last (one; several after flow::merge): how a dump learns the program's
-  // edges (GraphInfo::flow_edges), which oneTBB cannot list.
-  std::vector<std::uint32_t> last_nodes;
+  // edges (GraphInfo::flow_edges), which oneTBB cannot list. With its controller: one graph may use
+  // several, and a dump counts a message from another controller's node as from outside (id 0).
+  std::vector<NodeRef> last_nodes;
 };
 
 // After a join of branches that each carried a copy of one message: `first`, with what the other
@@ -183,7 +190,7 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   // Closed by the controller's destructor: a node step checks it before touching c_ (a program may
   // destroy the controller while its graph still holds messages for this node).
   std::shared_ptr<hetflow::detail::ControllerLife> life_;
-  // The controller's serial number, read while it lived: what its tiles carry.
+  // The controller's serial number, read while it lived: what its tiles and its nodes' refs carry.
   std::uint64_t serial_;
   std::string name_;
   NodeOptions options_;
