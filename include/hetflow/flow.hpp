@@ -129,7 +129,13 @@ struct Loop {
 };
 
 // when_submitted: a kernel node passes the message on once its launch is submitted (the next kernel
-// node's launch is ordered after it on the device: no round trip to the host between them).
+// node's launch is ordered after it on the device: no round trip to the host between them). The
+// message is then not yet known to have succeeded: the next hetflow node that waits for the kernel's
+// writes learns of a failure and fails the message. A plain TBB node after it cannot: a graph that
+// ends in such a kernel node (or hands its messages to plain nodes straight from one) reports a failed
+// message as ok, and its failed requests stay with the controller, where they cancel the next requests
+// on those tiles, the next message's (which then fails with them) in a pool, until a wait reports them.
+// End such a graph in a to_host_node or a kernel node with when_complete.
 // when_complete: once the kernel has ended (to time it, or to feed a node that is not hetflow's).
 enum class Emit { when_submitted, when_complete };
 
