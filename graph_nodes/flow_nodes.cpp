@@ -27,14 +27,28 @@ Access whole_tile(const Access& a, Role r) { return Access{a.tile, Box::whole(a.
 NodeCore::NodeCore(Controller& c, std::string name, const char* kind, NodeOptions options)
     : c_(c),
       life_(hetflow::detail::engine_of(c).life()),
+      serial_(hetflow::detail::engine_of(c).serial),
       name_(std::move(name)),
       options_(std::move(options)),
       id_(hetflow::detail::engine_of(c).flow_topology().add_node(name_, kind)) {}
 
 void NodeCore::arrived(Message& m) {
-  if (hetflow::detail::ControllerLife::Use use(*life_); use)
-    hetflow::detail::engine_of(c_).flow_topology().arrived(m.last_nodes, id_);
-  m.last_nodes.assign(1, id_);
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) {
+    // Ids are per controller: another controller's node is outside this one's graph, as a plain TBB
+    // node is (id 0), or its id would name one of this controller's nodes, or none.
+    std::vector<std::uint32_t> from;
+    for (const auto& n : m.last_nodes) {
+      const std::uint32_t id = n.controller == serial_ ? n.node : 0;
+      if (std::find(from.begin(), from.end(), id) == from.end()) from.push_back(id);
+    }
+    hetflow::detail::engine_of(c_).flow_topology().arrived(from, id_);
+  }
+  m.last_nodes.assign(1, Message::NodeRef{serial_, id_});
+}
+
+bool NodeCore::owns(const hetflow::detail::TileState& t) const {
+  // Tile ids are per controller too: another's failure lists must not be searched by them.
+  return t.owner == serial_;
 }
 
 void NodeCore::controller_gone() const {
@@ -112,17 +126,19 @@ void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> 
   }
 }
 
-void NodeCore::hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
+void NodeCore::hook_limited(std::function<void(const Outcome&)> fn, std::vector<Access> roles) {
   std::lock_guard lock(order_m_);
   order_queue_.emplace_back(std::move(fn), std::move(roles));
-  if (order_busy_) return;
-  order_busy_ = true;
-  submit_next_in_order();
+  if (order_running_ >= options_.concurrency) return;
+  ++order_running_;
+  submit_next_limited();
 }
 
-void NodeCore::submit_next_in_order() {
-  // The next hook is submitted once the one before has run, so their bodies run in order; its
-  // transfers were submitted on arrival, so waiting costs no overlap.
+void NodeCore::submit_next_limited() {
+  // A hook is submitted only once a running one has ended: a hook cannot be held back once submitted
+  // without blocking its thread, and a limit kept in the async_node would bound only the submitting
+  // step. The transfers were submitted on arrival, so waiting here costs no overlap; with a limit of 1
+  // the bodies run in arrival order.
   auto [fn, roles] = std::move(order_queue_.front());
   order_queue_.pop_front();
   auto self = shared_from_this();
@@ -131,20 +147,16 @@ void NodeCore::submit_next_in_order() {
         fn(o);
         std::lock_guard lock(self->order_m_);
         if (self->order_queue_.empty())
-          self->order_busy_ = false;
+          --self->order_running_;
         else
-          self->submit_next_in_order();
+          self->submit_next_limited();
       },
       std::move(roles));
 }
 
 void NodeCore::take_failures(Message& m, const Outcome& o) {
-  if (hetflow::detail::ControllerLife::Use use(*life_); use) {
-    auto& engine = hetflow::detail::engine_of(c_);
-    engine.flow_topology().failed(id_);
-    for (const auto& t : m.touched_tiles)
-      for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
-  }
+  if (hetflow::detail::ControllerLife::Use use(*life_); use) hetflow::detail::engine_of(c_).flow_topology().failed(id_);
+  collect_failures(m);
   if (!m.error.empty()) return;
   for (const auto& f : m.failures)
     if (!f.cancelled) {
@@ -154,8 +166,32 @@ void NodeCore::take_failures(Message& m, const Outcome& o) {
   m.error = o.error;
 }
 
+void NodeCore::collect_failures(Message& m) {
+  m.failures_collected = true;
+  hetflow::detail::ControllerLife::Use use(*life_);
+  if (!use) return;
+  auto& engine = hetflow::detail::engine_of(c_);
+  for (const auto& t : m.touched_tiles)
+    if (owns(*t))
+      for (auto& f : engine.take_failures(t.get())) m.failures.push_back(std::move(f.report));
+}
+
+std::vector<Access> NodeCore::earlier_requests(const Message& m) const {
+  std::vector<Access> roles;
+  for (const auto& t : m.touched_tiles) {
+    if (!owns(*t)) continue;
+    // in() waits for an image's latest writer, and each image has its own: a request the nodes make
+    // writes a tile of the message (a transfer, a launch, a hook), so these are the ends of them all.
+    const Access whole{t, Box::whole(t->extent), Role::in};
+    if (!t->device_only) roles.push_back(whole);
+    roles.push_back(device_image(whole));
+  }
+  return roles;
+}
+
 void NodeCore::fail(Message& m, std::exception_ptr e) {
   m.exception = e;
+  m.failures_collected = false;
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {

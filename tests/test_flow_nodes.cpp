@@ -2,6 +2,8 @@
 // order, backpressure, failures and wait_for_all, on the real flow graph and the default device.
 #include <hetflow/dump.hpp>
 #include <hetflow/flow.hpp>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -736,4 +739,254 @@ TEST_CASE("a controller destroyed while the graph still holds messages for its n
     CHECK(e.rfind("node '") == 0);  // named once, first
   }
   CHECK(gone > 0);
+}
+
+TEST_CASE("a host node runs at most NodeOptions::concurrency bodies at once, with threads to spare") {
+  // More threads than bodies allowed, on any machine: the limit, not the cores, must bound them.
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 8);
+  for (const std::size_t limit : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+    CAPTURE(limit);
+    tbb::task_arena arena(8);
+    std::optional<Controller> c;
+    arena.execute([&] { c.emplace(test::options(Policy::async)); });
+    std::atomic<int> running{0}, most{0};
+    std::mutex m;
+    std::vector<std::uint64_t> arrived, ran;
+    arena.execute([&] {
+      graph g;
+      hf::host_node<Item> body(
+          g, *c,
+          [&](const Item& it) {
+            std::lock_guard lock(m);
+            arrived.push_back(it.seq);
+            return hf::touch(out(it.x));
+          },
+          [&](Item& it) {
+            const int now = ++running;
+            for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+            }
+            {
+              std::lock_guard lock(m);
+              ran.push_back(it.seq);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            --running;
+          },
+          {.name = "body", .concurrency = limit});
+      const int M = 12;
+      for (int i = 0; i < M; ++i) {
+        Item it;
+        it.seq = std::uint64_t((i * 5) % M);
+        it.x = c->tile<float>(16, "x" + std::to_string(i));
+        body.try_put(it);
+      }
+      g.wait_for_all();
+    });
+    CHECK(most.load() >= 1);
+    CHECK(most.load() <= int(limit));
+    if (limit == 1) CHECK(ran == arrived);
+    arena.execute([&] { c.reset(); });
+  }
+}
+
+namespace {
+// A pool of K slots over N messages: fill (a host node writing seq into `a`; for message `bad` it also
+// submits a request of its own on `a` that fails) and then `rest`, wired by the test, back to the pool.
+struct Slot : hf::Message {
+  Tile<float> a, b;
+};
+struct SlotPool {
+  SlotPool(Controller& ctl, int k, int n, std::uint64_t bad_seq, std::size_t length = 1024)
+      : c(ctl),
+        bad(bad_seq),
+        len(length),
+        numbers(g,
+                [i = std::uint64_t{0}, n](tbb::flow_control& fc) mutable {
+                  if (i == std::uint64_t(n)) fc.stop();
+                  return i++;
+                }),
+        take(g),
+        label(g, serial,
+              [](const auto& t) {
+                Slot s = std::get<1>(t);
+                s.seq = std::get<0>(t);
+                s.clear_failure();
+                return s;
+              }),
+        fill(
+            g, ctl, [](const Slot& s) { return hf::touch(out(s.a)); },
+            [this](Slot& s) {
+              test::fill(s.a, float(s.seq));
+              if (s.seq == bad)
+                c.host_task(
+                    "boom", [] { throw std::runtime_error("injected"); }, io(s.a));
+            },
+            {.name = "fill"}),
+        sink(g, serial, [this](const Slot& s) {
+          {
+            std::lock_guard lock(m);
+            results[s.seq] = s;
+          }
+          pool.try_put(s);
+        }) {
+    for (int i = 0; i < k; ++i) {
+      Slot s;
+      s.a = ctl.tile<float>(len, "a" + std::to_string(i));
+      s.b = ctl.tile<float>(len, "b" + std::to_string(i));
+      slots.push_back(s);
+    }
+    make_edge(numbers, input_port<0>(take));
+    make_edge(pool, input_port<1>(take));
+    make_edge(take, label);
+    make_edge(label, fill);
+  }
+  void run() {
+    for (auto& s : slots) pool.try_put(s);
+    numbers.activate();
+    g.wait_for_all();
+  }
+  // Every message but `bad` came out well; `bad`'s failures name the failed request.
+  void check_only_bad_failed(const std::string& error) {
+    for (const auto& [seq, s] : results) {
+      CAPTURE(seq);
+      if (seq != bad) {
+        CHECK_MESSAGE(!s.failed(), s.error);
+        continue;
+      }
+      CHECK(s.error.find(error) != std::string::npos);
+      CHECK(std::any_of(s.failures.begin(), s.failures.end(), [](const FailedRequest& f) { return f.name == "boom"; }));
+    }
+  }
+  Controller& c;
+  std::uint64_t bad;
+  std::size_t len;
+  std::vector<Slot> slots;
+  std::mutex m;
+  std::map<std::uint64_t, Slot> results;
+  graph g;
+  buffer_node<Slot> pool{g};
+  input_node<std::uint64_t> numbers;
+  join_node<std::tuple<std::uint64_t, Slot>, reserving> take;
+  function_node<std::tuple<std::uint64_t, Slot>, Slot> label;
+  hf::host_node<Slot> fill;
+  function_node<Slot> sink;
+};
+}  // namespace
+
+TEST_CASE("a message failed by a throw takes the failures of the requests made for it before: none is left") {
+  // Message 3's request fails (its kernels are cancelled), and then a later kernel node's launch
+  // function throws for it before any node has seen that: the message must still take those failures
+  // from the controller, or they cancel message 5 on the same slot and a wait reports them again.
+  Controller c(test::options(Policy::async));
+  const int N = 10;
+  SlotPool p(c, 2, N, 3);
+  std::atomic<int> wrong{0};
+  hf::kernel_node<Slot> k1(
+      p.g, c, c.kernel("hetflow_test.cl", "copy_loop"),
+      [&](const Slot& s) { return hf::launch(Range(64).local(64), in(s.a), out(s.b), int(p.len), 1); }, {.name = "k1"});
+  hf::kernel_node<Slot> k2(p.g, c, c.kernel("hetflow_test.cl", "scale_in_place"),
+                           [&](const Slot& s) {
+                             if (s.seq == p.bad) throw std::runtime_error("k2 refuses it too");
+                             return hf::launch(Range(p.len), io(s.b), int(p.len), 2.0f);
+                           },
+                           {.name = "k2"});
+  hf::host_node<Slot> check(
+      p.g, c, [](const Slot& s) { return hf::touch(in(s.b)); },
+      [&](Slot& s) {
+        if (!test::all_equal(s.b, float(s.seq) * 2.0f + 1.0f)) ++wrong;
+      },
+      {.name = "check"});
+  make_edge(p.fill, k1);
+  make_edge(k1, k2);
+  make_edge(k2, check);
+  make_edge(check, p.sink);
+  p.run();
+  REQUIRE(p.results.size() == std::size_t(N));
+  p.check_only_bad_failed("node 'k2': k2 refuses it too");
+  CHECK(wrong.load() == 0);
+  CHECK_NOTHROW(c.wait_all());
+}
+
+TEST_CASE("after flow::merge, a branch's device failure not yet seen is taken by the next node with the other's") {
+  // Message 3: the left branch's launch function throws, the right branch's kernel is cancelled by the
+  // failed request on its input; the merged message is failed already when it reaches `check`.
+  Controller c(test::options(Policy::async));
+  const int N = 10;
+  SlotPool p(c, 2, N, 3);
+  auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+  hf::kernel_node<Slot> left(p.g, c, scale,
+                             [&](const Slot& s) {
+                               if (s.seq == p.bad) throw std::runtime_error("left refuses it");
+                               return hf::launch(Range(p.len), io(s.b), int(p.len), 2.0f);
+                             },
+                             {.name = "left"});
+  hf::kernel_node<Slot> right(p.g, c, scale,
+                              [&](const Slot& s) { return hf::launch(Range(p.len), io(s.a), int(p.len), 2.0f); },
+                              {.name = "right"});
+  join_node<std::tuple<Slot, Slot>, key_matching<std::uint64_t>> both(
+      p.g, [](const Slot& s) { return s.seq; }, [](const Slot& s) { return s.seq; });
+  function_node<std::tuple<Slot, Slot>, Slot> merge(
+      p.g, unlimited, [](const auto& t) { return hf::merge(std::get<0>(t), std::get<1>(t)); });
+  std::atomic<int> wrong{0};
+  hf::host_node<Slot> check(
+      p.g, c, [](const Slot& s) { return hf::touch(in(s.a)); },
+      [&](Slot& s) {
+        if (!test::all_equal(s.a, float(s.seq) * 2.0f + 1.0f)) ++wrong;
+      },
+      {.name = "check"});
+  make_edge(p.fill, left);
+  make_edge(p.fill, right);
+  make_edge(left, input_port<0>(both));
+  make_edge(right, input_port<1>(both));
+  make_edge(both, merge);
+  make_edge(merge, check);
+  make_edge(check, p.sink);
+  p.run();
+  REQUIRE(p.results.size() == std::size_t(N));
+  p.check_only_bad_failed("node 'left': left refuses it");
+  CHECK(wrong.load() == 0);
+  CHECK_NOTHROW(c.wait_all());
+}
+
+TEST_CASE("one graph, two controllers: each dump counts the other's nodes as outside, and loads and renders") {
+  struct Two : hf::Message {
+    Tile<float> ta, tb;
+  };
+  Controller a(test::options(Policy::async));
+  Controller b(test::options(Policy::async));
+  graph g;
+  auto on_a = [](const Two& m) { return hf::touch(out(m.ta)); };
+  auto on_b = [](const Two& m) { return hf::touch(out(m.tb)); };
+  hf::host_node<Two> a1(g, a, on_a, [](Two&) {}, {.name = "a1"});
+  hf::host_node<Two> a2(g, a, on_a, [](Two&) {}, {.name = "a2"});
+  hf::host_node<Two> a3(g, a, on_a, [](Two&) {}, {.name = "a3"});
+  hf::host_node<Two> b1(g, b, on_b, [](Two&) {}, {.name = "b1"});
+  make_edge(a1, a2);
+  make_edge(a2, a3);
+  make_edge(a3, b1);
+  const int N = 5;
+  for (int i = 0; i < N; ++i) {
+    Two m;
+    m.seq = std::uint64_t(i);
+    m.ta = a.tile<float>(16, "ta");
+    m.tb = b.tile<float>(16, "tb");
+    a1.try_put(m);
+  }
+  g.wait_for_all();
+  auto edges_of = [](const GraphInfo& info) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> edges;
+    for (const auto& e : info.flow_edges) edges[{e.from, e.to}] = e.messages;
+    return edges;
+  };
+  const GraphInfo info_a = graph_info(a), info_b = graph_info(b);
+  CHECK(edges_of(info_a) ==
+        std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t>{{{0, 1}, N}, {{1, 2}, N}, {{2, 3}, N}});
+  REQUIRE(info_b.flow_nodes.size() == 1);
+  CHECK(edges_of(info_b) == std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t>{{{0, 1}, N}});
+  const auto records = b.records();
+  const auto [back, back_info] = hetflow::from_json(to_json(records, info_b));
+  CHECK(back_info.flow_edges.size() == 1);
+  const std::string dot = to_flow_dot(back, back_info);
+  CHECK(dot.find("f0 -> f1") != std::string::npos);
+  CHECK(dot.find("f3") == std::string::npos);
 }

@@ -55,13 +55,26 @@ struct Message {
     error.clear();
     failures.clear();
     exception = nullptr;
+    failures_collected = false;
   }
 
   // The tiles nodes made requests on for this message: where a node looks for its failures.
   std::vector<std::shared_ptr<hetflow::detail::TileState>> touched_tiles;
+  // Set by the nodes once a failed message holds the failures of every request made for it so far.
+  // A message failed by a throw may still have requests running (a kernel node emits on submission):
+  // the next node waits for them and takes their failures before passing it on, or they would stay
+  // with the controller and cancel the next message on the same tiles.
+  bool failures_collected = false;
+  // A hetflow node: its controller (Controller's serial number) and its id in that controller's dump.
+  struct NodeRef {
+    std::uint64_t controller = 0;
+    std::uint32_t node = 0;
+    bool operator==(const NodeRef&) const = default;
+  };
   // The hetflow nodes it left last (one; several after flow::merge): how a dump learns the program's
-  // edges (GraphInfo::flow_edges), which oneTBB cannot list.
-  std::vector<std::uint32_t> last_nodes;
+  // edges (GraphInfo::flow_edges), which oneTBB cannot list. With its controller: one graph may use
+  // several, and a dump counts a message from another controller's node as from outside (id 0).
+  std::vector<NodeRef> last_nodes;
 };
 
 // After a join of branches that each carried a copy of one message: `first`, with what the other
@@ -71,6 +84,8 @@ struct Message {
 template <class Msg, class... More>
 Msg merge(Msg first, const More&... more) {
   auto add = [&first](const Message& other) {
+    // Each copy's own requests: collected only where every copy's were (an ok copy's never are).
+    if (!other.failures_collected) first.failures_collected = false;
     if (!first.failed() && other.failed()) {
       first.error = other.error;
       first.exception = other.exception;
@@ -114,14 +129,23 @@ struct Loop {
 };
 
 // when_submitted: a kernel node passes the message on once its launch is submitted (the next kernel
-// node's launch is ordered after it on the device: no round trip to the host between them).
+// node's launch is ordered after it on the device: no round trip to the host between them). The
+// message is then not yet known to have succeeded: the next hetflow node that waits for the kernel's
+// writes learns of a failure and fails the message. A plain TBB node after it cannot: a graph that
+// ends in such a kernel node (or hands its messages to plain nodes straight from one) reports a failed
+// message as ok, and its failed requests stay with the controller, where they cancel the next requests
+// on those tiles, the next message's (which then fails with them) in a pool, until a wait reports them.
+// End such a graph in a to_host_node or a kernel node with when_complete.
 // when_complete: once the kernel has ended (to time it, or to feed a node that is not hetflow's).
 enum class Emit { when_submitted, when_complete };
 
 struct NodeOptions {
   std::string name{};  // names the node's requests in dumps and traces; default: the kernel's name, "host"
   Emit emit = Emit::when_submitted;  // kernel_node only
-  // host_node: how many bodies may run at once; 1 also runs them in the order the messages arrived.
+  // host_node, to_host_node: how many bodies may run at once (0, tbb::flow::unlimited: no limit); 1 also
+  // runs them in the order the messages arrived. Bodies run in completion hooks, so the limit is kept
+  // there: a message whose body may not start yet waits with its hook unsubmitted (its transfers are
+  // submitted on arrival all the same).
   std::size_t concurrency = tbb::flow::unlimited;
   bool implicit_transfers = true;  // false: the node moves nothing; the program does
 };
@@ -147,31 +171,64 @@ class NodeCore : public std::enable_shared_from_this<NodeCore> {
   void prepare_host(const std::vector<Access>& roles, Message& m);
   // `suffix` tells a kernel node's completion hook from its kernel in dumps ("sobel_rows: ended").
   void hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix = "");
-  // Hooks run one after another, in the order submitted (host_node with concurrency 1).
-  void hook_in_order(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
+  // At most options().concurrency of these hooks submitted and not yet run, the others waiting in the
+  // order they came (host_node with a concurrency: its bodies).
+  void hook_limited(std::function<void(const Outcome&)> fn, std::vector<Access> roles);
   // The outcome failed: the message takes the failures of its tiles' requests from the controller.
   void take_failures(Message& m, const Outcome& o);
   // A function of the node's threw, or its launch was refused: the message fails, naming the node.
   void fail(Message& m, std::exception_ptr e);
+  // What a hook must wait for so that every request made so far on m's tiles (of this controller)
+  // has ended: their latest writers, on both images.
+  std::vector<Access> earlier_requests(const Message& m) const;
+  // Takes the failures of m's tiles' requests from the controller, without counting a failure here.
+  void collect_failures(Message& m);
   // Throws UsageError naming the node when its controller is gone (after the destructor began).
   [[noreturn]] void controller_gone() const;
   hetflow::detail::ControllerLife& life() const { return *life_; }
 
  private:
-  void submit_next_in_order();  // with order_m_ held
+  void submit_next_limited();  // with order_m_ held
+  bool owns(const hetflow::detail::TileState& t) const;
   static void note_tile(Message& m, const Access& a);
 
   Controller& c_;
   // Closed by the controller's destructor: a node step checks it before touching c_ (a program may
   // destroy the controller while its graph still holds messages for this node).
   std::shared_ptr<hetflow::detail::ControllerLife> life_;
+  // The controller's serial number, read while it lived: what its tiles and its nodes' refs carry.
+  std::uint64_t serial_;
   std::string name_;
   NodeOptions options_;
   std::uint32_t id_;              // in the controller's record of the program's flow graph
   std::recursive_mutex order_m_;  // recursive: a refused hook runs its function at once, which submits the next
   std::deque<std::pair<std::function<void(const Outcome&)>, std::vector<Access>>> order_queue_;
-  bool order_busy_ = false;
+  std::size_t order_running_ = 0;  // hook_limited's hooks submitted and not yet run
 };
+
+// A failed message goes on. Requests made for it before it failed may still be running (a kernel node
+// emits on submission, a launch function may throw after that): a hook first waits for them and takes
+// their failures into the message, or they would stay with the controller and fail the next message
+// on the same tiles.
+template <class Msg, class Gateway>
+void pass_failed(const std::shared_ptr<NodeCore>& core, Msg m, Gateway& gw) {
+  std::vector<Access> pending;
+  if (!m.failures_collected) pending = core->earlier_requests(m);
+  if (pending.empty()) {
+    m.failures_collected = true;
+    gw.try_put(m);
+    return;
+  }
+  gw.reserve_wait();
+  auto* gate = &gw;
+  core->hook(
+      [core, gate, m](const Outcome&) mutable {
+        core->collect_failures(m);
+        gate->try_put(m);
+        gate->release_wait();
+      },
+      std::move(pending), ": failed message");
+}
 
 // How a loop node's call ended: what the loop did, its first failure ("" if none), the tiles its
 // chunks used (where the failed requests are).
@@ -253,7 +310,7 @@ class kernel_node : public detail::async_node_base<Msg> {
           Msg m = in;
           core->arrived(m);
           if (m.failed()) {
-            gw.try_put(m);
+            detail::pass_failed(core, std::move(m), gw);
             return;
           }
           std::vector<Access> written;
@@ -261,7 +318,7 @@ class kernel_node : public detail::async_node_base<Msg> {
             written = core->launch(k, fn(m), m);
           } catch (...) {  // refused at submission (arguments, limits): nothing was launched
             core->fail(m, std::current_exception());
-            gw.try_put(m);
+            detail::pass_failed(core, std::move(m), gw);
             return;
           }
           if (written.empty()) {  // writes nothing: nothing to wait for either
@@ -308,14 +365,15 @@ class host_node : public detail::async_node_base<Msg> {
  private:
   template <class RolesFn, class Body>
   host_node(tbb::flow::graph& g, std::shared_ptr<detail::NodeCore> core, RolesFn roles, Body body)
-      // One at a time and in order: the submitting step too, so hooks are queued in arrival order.
+      // Concurrency 1: the submitting step one at a time too, so hooks are queued in arrival order. The
+      // limit itself is kept where the bodies run, in the hooks (NodeCore::hook_limited).
       : base(g, core->options().concurrency == 1 ? tbb::flow::serial : tbb::flow::unlimited,
              [core, roles = std::move(roles), body = std::make_shared<Body>(std::move(body))](
                  const Msg& in, typename async::gateway_type& gw) {
                Msg m = in;
                core->arrived(m);
                if (m.failed()) {
-                 gw.try_put(m);
+                 detail::pass_failed(core, std::move(m), gw);
                  return;
                }
                std::vector<Access> touched;
@@ -324,7 +382,7 @@ class host_node : public detail::async_node_base<Msg> {
                  core->prepare_host(touched, m);
                } catch (...) {
                  core->fail(m, std::current_exception());
-                 gw.try_put(m);
+                 detail::pass_failed(core, std::move(m), gw);
                  return;
                }
                gw.reserve_wait();
@@ -339,11 +397,14 @@ class host_node : public detail::async_node_base<Msg> {
                      core->fail(m, std::current_exception());
                    }
                  }
-                 gate->try_put(m);
+                 if (m.failed())
+                   detail::pass_failed(core, std::move(m), *gate);
+                 else
+                   gate->try_put(m);
                  gate->release_wait();
                };
-               if (core->options().concurrency == 1)
-                 core->hook_in_order(std::move(run), std::move(touched));
+               if (core->options().concurrency != tbb::flow::unlimited)
+                 core->hook_limited(std::move(run), std::move(touched));
                else
                  core->hook(std::move(run), std::move(touched));
              }) {}
@@ -400,7 +461,7 @@ class loop_node : public detail::async_node_base<Msg> {
                Msg m = in;
                core->node().arrived(m);
                if (m.failed()) {
-                 gw.try_put(m);
+                 detail::pass_failed(core->node().shared_from_this(), std::move(m), gw);
                  return;
                }
                Loop l;
@@ -409,7 +470,7 @@ class loop_node : public detail::async_node_base<Msg> {
                  core->prepare(l, m);
                } catch (...) {
                  core->node().fail(m, std::current_exception());
-                 gw.try_put(m);
+                 detail::pass_failed(core->node().shared_from_this(), std::move(m), gw);
                  return;
                }
                gw.reserve_wait();
