@@ -91,6 +91,20 @@ TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use a
         },
         {"scale_in_place", "out of the bounds"});
     check_usage_error([&] { c.move_to(t.region(Box{{0, 0, 0}, {0, 1, 1}})); }, {"empty"});
+    // The dimension that is wrong is shown, even one the tile does not have.
+    auto line = c.tile<float>(1000, "line");
+    check_usage_error([&] { c.move_to(line.rows(1, 1)); }, {"region [0:1000, 1:2) is out of the bounds", "([0:1000))"});
+    check_usage_error(
+        [&] {
+          c.move_to(t.region(Box{{0, 0, 1}, {8, 8, 1}}));
+        },
+        {"region [0:8, 0:8, 1:2) is out of the bounds"});
+    check_usage_error(
+        [&] {
+          c.move_to(line.region(Box{{10}, {20}}));
+        },
+        {"[10:30, 0:0, 0:0)", "its size is 0 along y and z", "{n, 1, 1}"});
+    check_usage_error([&] { c.move_to(line.region(Box{{SIZE_MAX, 0, 0}, {2, 1, 1}})); }, {"[18446744073709551615:+2)"});
 
     auto dev = c.device_tile<float>(32, "scratch");
     check_usage_error([&] { c.move_to(dev); }, {"move_to(scratch)", "device-only"});

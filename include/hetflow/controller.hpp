@@ -124,7 +124,9 @@ class Controller {
   // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
   // async policy (they are ordered after everything submitted before them); a call that would block
   // on this controller — wait(), wait_all(), or under sync any request but a launch — throws
-  // UsageError instead, since it would wait for the graph that runs fn.
+  // UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on another
+  // request by other means (a flag another host task sets): host tasks share TBB's few threads, and
+  // with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
