@@ -1,6 +1,7 @@
 #include "copy_probe.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace bench {
@@ -92,6 +93,20 @@ std::vector<ProbeInterval> CopyProbe::run(const ProbeCase& c) {
   if (c.d2h) iv.push_back(interval_of("D2H", ed));
   if (c.h2d) iv.push_back(interval_of("H2D", eu));
   return iv;
+}
+
+double CopyProbe::run_alongside(int copies, const std::function<void()>& host_work) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < copies; ++i) {
+    up_.enqueueWriteBuffer(dev_up_, CL_FALSE, 0, bytes_, host_up_);
+    down_.enqueueReadBuffer(dev_down_, CL_FALSE, 0, bytes_, host_down_);
+  }
+  up_.flush();
+  down_.flush();
+  host_work();
+  up_.finish();
+  down_.finish();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 CopyRates measure_copy_rates(const cl::Device& device, std::size_t bytes, int repeats) {

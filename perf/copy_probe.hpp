@@ -7,6 +7,7 @@
 #include <hetflow/opencl.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ class CopyProbe {
   // Enqueues the case's commands (kernel, then D2H, then H2D, each flushed), waits for all of them
   // and returns their profiled intervals in that order.
   std::vector<ProbeInterval> run(const ProbeCase& c);
+  // Enqueues `copies` H2D and `copies` D2H of bytes() each (both queues, flushed), runs host_work()
+  // on the calling thread meanwhile, and returns the wall seconds until both are done: what the
+  // machine takes for that host work and those copies when they share its memory, as a pipeline's
+  // do.
+  double run_alongside(int copies, const std::function<void()>& host_work);
   std::size_t bytes() const { return bytes_; }
 
  private:
