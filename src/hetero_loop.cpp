@@ -454,6 +454,13 @@ void LoopState::next_device(unsigned d) {
       std::optional<DeviceView::Scope> translating;
       if (view) translating.emplace(*view);
       body_.device(ctl, chunk);
+      // Nothing of it on this device (a body that launched on a controller it captured, not one
+      // it was given): the transfers back would bring this device's stale images over the results.
+      if (translating && translating->launches() == 0)
+        throw UsageError("parallel_for on " + view->side() + ": the device body submitted no launch on the " +
+                         "Controller& it was given for chunk " + range_text(chunk) +
+                         "; launch there (the controller of " + view->side() +
+                         "), with the home kernels and tiles, not on a controller it captured");
     }
     std::vector<Access> back;
     RequestList transfers_back;

@@ -34,6 +34,9 @@
 //   first chunk of the call), `constants` (before its first chunk of the loop) and the chunk's
 //   `writes`. A launch using any other home tile is refused
 //   (UsageError), except device-only tiles, which are each device's own scratch (never shared).
+// - A device chunk of device d > 0 that launches on the home controller (a controller the body
+//   captured), or launches nothing on the one it is given, is refused (UsageError): its transfers
+//   back would bring that device's untouched images over the results.
 // - A call first waits for the home controller's earlier requests on the loop's tiles (a failed
 //   one is thrown then). Reads the loop also writes go to every device before any chunk starts;
 //   the others go to the home device at once and to another device with its first chunk (none to
