@@ -2,8 +2,7 @@
 // and the default device: every iteration exactly once on exactly one side, for every scheduler and
 // awkward sizes; results equal to the CPU reference; failures reported, nothing hangs.
 #include <hetflow/dump.hpp>
-#include <hetflow/flow.hpp>
-#include <hetflow/parallel_for.hpp>
+#include <hetflow/hetflow.hpp>  // the loop and the loop node too, as the README's examples assume
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
