@@ -5,13 +5,13 @@
 namespace hetflow::detail {
 
 namespace {
-thread_local DeviceView* installed = nullptr;
+thread_local DeviceView::Scope* installed = nullptr;
 }
 
 DeviceView::DeviceView(Controller& home, Controller& device, std::string side)
     : home_(engine_of(home)), device_(device), side_(std::move(side)) {}
 
-DeviceView::Scope::Scope(DeviceView& view) : saved_(installed) { installed = &view; }
+DeviceView::Scope::Scope(DeviceView& view) : view_(view), saved_(installed) { installed = this; }
 DeviceView::Scope::~Scope() { installed = saved_; }
 
 Access DeviceView::own(const Access& a) {
@@ -39,8 +39,15 @@ Kernel DeviceView::own_kernel(const Kernel& k) {
 }
 
 void DeviceView::translate_launch(Engine& engine, Kernel& kernel, std::vector<KernelArg>& args) {
-  DeviceView* view = installed;
-  if (!view || &engine_of(view->device_) != &engine) return;
+  if (!installed) return;
+  DeviceView* view = &installed->view_;
+  if (&engine == &view->home_)
+    throw UsageError("launch of kernel '" + kernel.name() + "' on the loop's first controller from a chunk of " +
+                     view->side_ +
+                     ": a device body launches on the Controller& it is given, with the home kernels and tiles, "
+                     "not on a controller it captured");
+  if (&engine_of(view->device_) != &engine) return;
+  ++installed->launches_;
   if (kernel && kernel.context()() != engine.context()) kernel = view->own_kernel(kernel);
   for (auto& arg : args) {
     auto* a = std::get_if<Access>(&arg);

@@ -31,21 +31,28 @@ class DeviceView {
   // whose contents are never shared. UsageError for a tile of neither controller, or freed.
   Access own(const Access& a);
 
-  // While alive, launches on the device's controller from this thread go through `view`.
+  // While alive, launches on the device's controller from this thread go through `view`, and are
+  // counted: a chunk's body that launched nothing there lost its results (launches()).
   class Scope {
    public:
     explicit Scope(DeviceView& view);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
+    unsigned launches() const { return launches_; }
 
    private:
-    DeviceView* saved_;
+    friend class DeviceView;
+    DeviceView& view_;
+    Scope* saved_;
+    unsigned launches_ = 0;
   };
   // Called by Controller::submit_launch on `engine`: where a view for it is installed on this
   // thread, the home controller's kernel and tiles become the device's. The tiles must be ones the
   // loop made the device's own (reads, the chunk's writes) or device-only scratch: another home
-  // tile's device image on this device would hold nothing the loop put there (UsageError).
+  // tile's device image on this device would hold nothing the loop put there (UsageError). A launch
+  // on the home controller meanwhile is refused (UsageError): the body captured it instead of using
+  // the Controller& it was given, and its results would never come back.
   static void translate_launch(Engine& engine, Kernel& kernel, std::vector<KernelArg>& args);
 
  private:

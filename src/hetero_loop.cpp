@@ -25,6 +25,32 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 std::string range_text(Chunk c) { return "[" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")"; }
+constexpr const char* kWritesThrew = "LoopBody::writes threw: ";
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+// A refusal because the controller was lost is a failure elsewhere (a kernel that faulted), unless
+// the chunk's own kernel was that one.
+bool lost(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const DeviceLost&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+// Whether one of a chunk's own commands failed, rather than being cancelled for a failure elsewhere.
+bool any_failed(const RequestList& commands) {
+  return std::any_of(commands.begin(), commands.end(),
+                     [](const RequestPtr& r) { return r->status.load(std::memory_order_acquire) == Status::failed; });
+}
 // The launches (and transfers, given a list) submitted on this thread while it lives.
 class CommandsOf {
  public:
@@ -48,6 +74,29 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
   }
   return kernels.empty() || last <= first ? host_seconds : double(last - first) * 1e-9;
 }
+
+// What waiting for several tiles reported. Every tile is waited for even once one has thrown: the
+// waits that a throw skipped left their tiles' failures unreported, and those cancelled every later
+// call of the loop until a wait_all (a failed host task on an input before the first call).
+struct TileWaits {
+  std::vector<FailedRequest> failures;
+  std::exception_ptr other;  // the first that is not a request's failure (DeviceLost, say)
+  void wait(Controller& c, const std::shared_ptr<TileState>& tile) {
+    try {
+      engine_of(c).wait_tile(tile);
+    } catch (const RequestFailed& f) {
+      failures.insert(failures.end(), f.failures().begin(), f.failures().end());
+    } catch (...) {
+      if (!other) other = std::current_exception();
+    }
+  }
+  bool any() const { return other || !failures.empty(); }
+  // The failures first, as Engine::wait_tile reports them before a lost context.
+  void rethrow() {
+    if (!failures.empty()) throw RequestFailed(std::move(failures));
+    if (other) std::rethrow_exception(other);
+  }
+};
 
 // CPU chunks at once: as asked (by default below), never more than the threads that
 // run the home controller's graph less one. That one is the devices': their chunks' completions and
@@ -175,8 +224,7 @@ bool LoopState::take(int side, Chunk& chunk) {
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
     log().debug("parallel_for: a {} token stops, {} iterations left", side_text(side), remaining);
-    --tokens_;
-    if (cpu && --cpu_tokens_ == 0 && !chunk_ends_.empty()) end_wake_ = {};  // run_to_end may watch now
+    drop_token(side);
     return false;
   }
   chunk = Chunk{next_, next_ + size};
@@ -214,10 +262,19 @@ void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses)
   for (const auto& a : accesses) tiles_[device].insert(a.tile);
 }
 
+std::exception_ptr LoopState::chunk_writes(Chunk chunk, std::vector<Access>& to) const {
+  try {
+    for (auto& w : body_.writes(chunk)) to.push_back(std::move(w));
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure, double round_trip,
-                            std::exception_ptr refusal) {
+                            std::exception_ptr refusal, bool own) {
   if (failure.empty()) chunk_measured(side_index, chunk, seconds, round_trip);
-  chunk_back(side_index, chunk, seconds, failure, std::move(refusal));
+  chunk_back(side_index, chunk, seconds, failure, std::move(refusal), own);
 }
 
 void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, double round_trip) {
@@ -237,23 +294,42 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's kernels (run_to_end)
 }
 
-void LoopState::note_failure(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal) {
-  if (first_failure_.empty()) {
+void LoopState::note_failure(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal,
+                             bool own) {
+  // In place (a CPU chunk reading what a device chunk writes back), the chunk that waited on a
+  // failed kernel's transfer could be told first, and the device chunk whose kernel failed was
+  // never named: the chunk whose own work failed is the one to name.
+  if (first_failure_.empty() || (own && !failed_own_)) {
     failed_chunk_ = side_text(side_index) + " chunk " + range_text(chunk);
     cause_ = failure;
     refusal_ = std::move(refusal);
+    failed_own_ = own;
     first_failure_ = failed_chunk_ + ": " + cause_;
   }
   stopping_ = true;
 }
 
-void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal) {
+void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& failure, std::exception_ptr refusal,
+                             bool own) {
   std::lock_guard lock(m_);
-  note_failure(side_index, chunk, failure, std::move(refusal));
+  note_failure(side_index, chunk, failure, std::move(refusal), own);
+}
+
+void LoopState::drop_token(int side_index) {
+  --tokens_;
+  if (side_index < 0 && --cpu_tokens_ == 0 && !chunk_ends_.empty()) end_wake_ = {};  // run_to_end may watch now
+}
+
+void LoopState::refused(int side_index, Chunk chunk, std::exception_ptr why, const char* by, bool kernel_failed) {
+  chunk_ended(side_index, chunk, 0, "was refused: " + std::string(by) + what_of(why), 0, why,
+              !lost(why) || kernel_failed);
+  std::unique_lock lock(m_);
+  drop_token(side_index);
+  notify_if_ended(lock);
 }
 
 void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const std::string& failure,
-                           std::exception_ptr refusal) {
+                           std::exception_ptr refusal, bool own) {
   const bool cpu = side_index < 0;
   std::unique_lock lock(m_);
   if (!cpu)
@@ -263,7 +339,7 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   side.iterations += chunk.size();
   side.chunks += 1;
   side.busy_seconds += seconds;
-  if (!failure.empty()) note_failure(side_index, chunk, failure, std::move(refusal));
+  if (!failure.empty()) note_failure(side_index, chunk, failure, std::move(refusal), own);
   --in_flight_;
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
@@ -287,6 +363,7 @@ void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
 void LoopState::next_cpu() {
   Chunk chunk;
   std::vector<Access> roles;
+  std::exception_ptr unwritable;
   {
     std::unique_lock lock(m_);
     if (!take(-1, chunk)) {
@@ -295,17 +372,18 @@ void LoopState::next_cpu() {
     }
     roles = body_.reads;  // constants too: a CPU chunk reads their host images after any earlier writer
     roles.insert(roles.end(), body_.constants.begin(), body_.constants.end());
-    for (auto& w : body_.writes(chunk)) roles.push_back(std::move(w));
+    unwritable = chunk_writes(chunk, roles);
     note_tiles(0, roles);
   }
+  if (unwritable) return refused(-1, chunk, unwritable, kWritesThrew);
   const std::string name = "cpu chunk " + range_text(chunk);
   Engine::FlowNodeScope made_by(flow_node_);
   try {
     c_.submit_hook(
         name,
         [this, chunk](const Outcome& o) {
-          if (!o.ok()) {
-            chunk_ended(-1, chunk, 0, o.error);
+          if (!o.ok()) {  // it waited on a request that failed: not its own work
+            chunk_ended(-1, chunk, 0, o.error, 0, nullptr, false);
             next_cpu();  // drops the token: the loop is stopping
             return;
           }
@@ -326,12 +404,8 @@ void LoopState::next_cpu() {
           if (thrown) std::rethrow_exception(thrown);  // the hook's request fails: a wait names it
         },
         std::move(roles));
-  } catch (const std::exception& e) {
-    chunk_ended(-1, chunk, 0, std::string("was refused: ") + e.what(), 0, std::current_exception());
-    std::unique_lock lock(m_);
-    --tokens_;
-    --cpu_tokens_;
-    notify_if_ended(lock);
+  } catch (...) {
+    refused(-1, chunk, std::current_exception());
   }
 }
 
@@ -339,15 +413,17 @@ void LoopState::next_device(unsigned d) {
   Chunk chunk;
   std::vector<Access> writes;
   double per_iteration = 0;
+  std::exception_ptr unwritable;
   {
     std::unique_lock lock(m_);
     if (!take(int(d), chunk)) {
       notify_if_ended(lock);
       return;
     }
-    writes = body_.writes(chunk);
+    unwritable = chunk_writes(chunk, writes);
     per_iteration = device_per_iteration_[d];
   }
+  if (unwritable) return refused(int(d), chunk, unwritable, kWritesThrew);
   Controller& ctl = *devices_[d];
   DeviceView* view = views_[d].get();
   // The loop's node is the home controller's: another controller's record has no such node.
@@ -378,6 +454,13 @@ void LoopState::next_device(unsigned d) {
       std::optional<DeviceView::Scope> translating;
       if (view) translating.emplace(*view);
       body_.device(ctl, chunk);
+      // Nothing of it on this device (a body that launched on a controller it captured, not one
+      // it was given): the transfers back would bring this device's stale images over the results.
+      if (translating && translating->launches() == 0)
+        throw UsageError("parallel_for on " + view->side() + ": the device body submitted no launch on the " +
+                         "Controller& it was given for chunk " + range_text(chunk) +
+                         "; launch there (the controller of " + view->side() +
+                         "), with the home kernels and tiles, not on a controller it captured");
     }
     std::vector<Access> back;
     RequestList transfers_back;
@@ -400,8 +483,9 @@ void LoopState::next_device(unsigned d) {
           [this, d, chunk, t0, kernels](const Outcome& o) {
             const double round_trip = seconds_since(t0);
             const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+            const bool own = any_failed(*kernels);
             kernels->clear();  // their events and arguments go now, not with the hook
-            chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip);
+            chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip, nullptr, own);
             next_device(d);
           },
           std::move(back));
@@ -416,12 +500,13 @@ void LoopState::next_device(unsigned d) {
         std::atomic<int> left{2};
         double seconds = 0, back_seconds = 0;  // written before the decrement, read after it
         std::string failure;                   // of the transfers back
+        bool own = false;                      // a transfer back failed, not cancelled
       };
       auto halves = std::make_shared<Halves>();
       auto half_done = [this, d, chunk, halves] {
         if (halves->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
         if (halves->failure.empty()) scheduler_->record_transfer_back(d, chunk.size(), halves->back_seconds);
-        chunk_back(int(d), chunk, halves->seconds, halves->failure);
+        chunk_back(int(d), chunk, halves->seconds, halves->failure, nullptr, halves->own);
       };
       std::vector<Access> computed;
       for (const auto& w : writes) computed.push_back(device_image(Access{w.tile, w.box, Role::in}));
@@ -430,11 +515,12 @@ void LoopState::next_device(unsigned d) {
           [this, d, chunk, t0, kernels, halves, half_done](const Outcome& o) {
             const double round_trip = seconds_since(t0);
             halves->seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
+            const bool own = any_failed(*kernels);
             kernels->clear();
             if (o.ok())
               chunk_measured(int(d), chunk, halves->seconds, round_trip);
             else
-              chunk_failed(int(d), chunk, o.error);
+              chunk_failed(int(d), chunk, o.error, nullptr, own);
             next_device(d);
             half_done();
           },
@@ -447,6 +533,7 @@ void LoopState::next_device(unsigned d) {
           [this, d, transfers, halves, half_done](const Outcome& o) {
             // How long its results took to come back, by profiling (0: not profiled).
             halves->back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
+            halves->own = any_failed(*transfers);
             transfers->clear();
             if (!o.ok()) halves->failure = o.error;
             half_done();
@@ -459,36 +546,61 @@ void LoopState::next_device(unsigned d) {
     if (per_iteration > 0)
       engine_of(ctl).expect_end(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                          std::chrono::duration<double>(per_iteration * double(chunk.size()))));
-  } catch (const std::exception& e) {
+  } catch (...) {
     if (kernels_hooked) {
       // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
-      chunk_failed(int(d), chunk, std::string("was refused: ") + e.what(), std::current_exception());
+      const auto why = std::current_exception();
+      chunk_failed(int(d), chunk, "was refused: " + what_of(why), why, !lost(why) || any_failed(*kernels));
       if (back_half) back_half();
       return;
     }
-    chunk_ended(int(d), chunk, 0, std::string("was refused: ") + e.what(), 0, std::current_exception());
-    std::unique_lock lock(m_);
-    --tokens_;
-    notify_if_ended(lock);
+    refused(int(d), chunk, std::current_exception(), "", any_failed(*kernels));
   }
 }
 
 void LoopState::device_chunk_synchronously(Chunk chunk) {
+  // The calling thread is the token: a refused chunk stops the hand-out, and its next take stops it.
+  std::vector<Access> writes;
+  if (auto unwritable = chunk_writes(chunk, writes))
+    return chunk_ended(0, chunk, 0, "was refused: " + std::string(kWritesThrew) + what_of(unwritable), 0, unwritable);
+  {
+    std::lock_guard lock(m_);
+    note_tiles(0, writes);
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  std::string failure;
-  RequestList kernels;
+  RequestList kernels, transfers;
+  std::exception_ptr refusal;
   try {
     {
       CommandsOf collecting(&kernels, nullptr);
       body_.device(c_, chunk);
     }
-    for (const auto& w : body_.writes(chunk))
+    CommandsOf collecting(nullptr, &transfers);
+    for (const auto& w : writes)
       if (!w.tile->device_only) c_.submit_transfer(false, Access{w.tile, w.box, Role::in});  // blocks (sync)
-  } catch (const std::exception& e) {
-    failure = e.what();
+  } catch (...) {
+    refusal = std::current_exception();
+  }
+  std::string failure;
+  bool own = true;
+  if (refusal) {
+    failure = "was refused: " + what_of(refusal);
+    own = !lost(refusal) || any_failed(kernels);
+  } else {
+    // A blocking request leaves its failure to a wait, so the chunk reads its commands' outcome, as
+    // the async chunk's hooks are told it. Kernels writing only device-only tiles have no transfer
+    // back to have waited for them.
+    for (const auto& k : kernels)
+      if (!k->ended() && k->event.load()) engine_of(c_).block_on_enqueued(k);
+    for (const auto* commands : {&kernels, &transfers})
+      for (const auto& r : *commands) {
+        const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;
+        if (failure.empty() && status != Status::done) failure = dependency_cause(*r, status);
+      }
+    own = any_failed(kernels) || any_failed(transfers);
   }
   const double round_trip = seconds_since(t0);
-  chunk_ended(0, chunk, device_seconds(engine_of(c_), kernels, round_trip), failure, round_trip);
+  chunk_ended(0, chunk, device_seconds(engine_of(c_), kernels, round_trip), failure, round_trip, refusal, own);
 }
 
 void LoopState::begin(std::size_t n) {
@@ -504,6 +616,7 @@ void LoopState::begin(std::size_t n) {
     in_flight_ = 0;
     stopping_ = false;
     first_failure_.clear();
+    failed_own_ = false;
     failed_chunk_.clear();
     cause_.clear();
     refusal_ = nullptr;
@@ -550,7 +663,6 @@ void LoopState::begin(std::size_t n) {
           notify_if_ended(lock);
           break;
         }
-        note_tiles(0, body_.writes(chunk));
       }
       device_chunk_synchronously(chunk);
     }
@@ -572,8 +684,10 @@ void LoopState::prepare_further_devices(std::size_t n) {
   const std::vector<Access> written = body_.writes(Chunk{0, n});
   for (const auto& w : written) touched.push_back(w);
   std::set<TileState*> waited;
+  TileWaits earlier;
   for (const auto& a : touched)
-    if (waited.insert(a.tile.get()).second) c_.wait_tile(a.tile);
+    if (waited.insert(a.tile.get()).second) earlier.wait(c_, a.tile);
+  earlier.rethrow();
   std::set<TileState*> written_tiles;
   for (const auto& w : written) written_tiles.insert(w.tile.get());
   // A read the loop also writes (an io tile) goes to every device before any chunk writes a host
@@ -725,41 +839,32 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
 
 LoopReport LoopState::run(std::size_t n) {
   Ended e = run_to_end(n);
-  // The chunks' own requests report their failures (a body's exception, a kernel's error) here.
-  // Every device's are waited for, so none is left to surprise a later wait on that controller;
-  // the home controller's come first, as with one device, then the chunk that failed, named.
-  std::exception_ptr home_failed, further_failed;
-  try {
-    for (const auto& t : e.tiles) c_.wait_tile(t);
-  } catch (...) {
-    home_failed = std::current_exception();
-  }
-  for (std::size_t d = 0; d < e.device_tiles.size(); ++d) try {
-      for (const auto& t : e.device_tiles[d]) devices_[d + 1]->wait_tile(t);
-    } catch (...) {
-      if (!further_failed) further_failed = std::current_exception();
-    }
-  if (home_failed || further_failed) constants_changed();  // perhaps a constant's move: moved again
-  if (e.failure.empty()) {
-    if (home_failed) std::rethrow_exception(home_failed);
-    if (further_failed) std::rethrow_exception(further_failed);
+  // The chunks' own requests report their failures (a body's exception, a kernel's error) here,
+  // with those of earlier requests on the loop's tiles that they depended on: each once, so that the
+  // next call and wait find the tiles usable again. Every device's are waited for, so none is left
+  // to surprise a later wait on that controller; the home controller's come first, as with one
+  // device, then the chunk that failed, named.
+  TileWaits waits;
+  for (const auto& t : e.tiles) waits.wait(c_, t);
+  // In program order, whichever tile's wait took them: the earliest is usually the cause.
+  std::stable_sort(waits.failures.begin(), waits.failures.end(),
+                   [](const FailedRequest& a, const FailedRequest& b) { return a.id < b.id; });
+  for (std::size_t d = 0; d < e.device_tiles.size(); ++d)
+    for (const auto& t : e.device_tiles[d]) waits.wait(*devices_[d + 1], t);
+  if (waits.any()) constants_changed();  // perhaps a constant's move: moved again
+  // What is not a request's failure (DeviceLost) goes as it is where no request's was reported.
+  if (e.failure.empty() || (waits.failures.empty() && waits.other)) {
+    waits.rethrow();
     return e.report;
   }
   // RequestFailed, as the header says: the chunk first (a kernel's failure names only the kernel),
-  // then its requests' failures. What is not a request's failure (DeviceLost) goes as it is.
+  // then its requests' failures.
   std::vector<FailedRequest> failures(1);
   failures[0].kind = "chunk";
   failures[0].name = "parallel_for " + e.failed_chunk;
   failures[0].cause = e.cause;
   failures[0].exception = e.refusal;
-  for (const auto& failed : {home_failed, further_failed}) {
-    if (!failed) continue;
-    try {
-      std::rethrow_exception(failed);
-    } catch (const RequestFailed& f) {
-      failures.insert(failures.end(), f.failures().begin(), f.failures().end());
-    }
-  }
+  failures.insert(failures.end(), waits.failures.begin(), waits.failures.end());
   throw RequestFailed(std::move(failures));
 }
 

@@ -90,20 +90,32 @@ class LoopState {
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
   // `refusal`: what the chunk's submission threw, where it was refused.
+  // `own`: the chunk's own work failed (its body threw, it was refused, one of its own commands
+  // failed), where the others only waited on a request that failed elsewhere.
   void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0,
-                   std::exception_ptr refusal = nullptr);
+                   std::exception_ptr refusal = nullptr, bool own = true);
   // chunk_ended in parts, for a device chunk whose token goes on at its kernels' end: the scheduler
   // told of its time (chunk_measured) or of its failure (chunk_failed, which stops the hand-out),
   // then its end once its transfers back are done (chunk_back: the report, in_flight_).
   void chunk_measured(int side, Chunk chunk, double seconds, double round_trip);
-  void chunk_failed(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal = nullptr);
+  void chunk_failed(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal = nullptr,
+                    bool own = true);
   void chunk_back(int side, Chunk chunk, double seconds, const std::string& failure,
-                  std::exception_ptr refusal = nullptr);
-  // Under m_: the call's first failure is kept (failed_chunk_, cause_, refusal_); the hand-out stops.
-  void note_failure(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal);
+                  std::exception_ptr refusal = nullptr, bool own = true);
+  // A chunk taken but refused before anything of it was submitted (its writes threw, its submission
+  // threw): it ends, failed, and its token stops. `by`: what threw, where not the submission. A
+  // refusal for a lost controller is the chunk's own failure only if its kernel faulted.
+  void refused(int side, Chunk chunk, std::exception_ptr why, const char* by = "", bool kernel_failed = false);
+  // Under m_: the call's first failure is kept (failed_chunk_, cause_, refusal_), unless a later
+  // chunk's own work failed where the first only waited on it; the hand-out stops.
+  void note_failure(int side, Chunk chunk, const std::string& failure, std::exception_ptr refusal, bool own);
+  void drop_token(int side);  // under m_: a token that took a chunk stops
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
+  // Appends body_.writes(chunk) to `to`; what it threw, if it did. Such a chunk is refused, and not
+  // the hook that asked for it: the chunk taken, never ended, held the call for ever.
+  std::exception_ptr chunk_writes(Chunk chunk, std::vector<Access>& to) const;
   // A device chunk's kernels and transfers back, until the transfers' hook runs.
   void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
@@ -134,6 +146,7 @@ class LoopState {
   std::string first_failure_;  // "<failed_chunk_>: <cause_>"
   std::string failed_chunk_, cause_;
   std::exception_ptr refusal_;
+  bool failed_own_ = false;  // failed_chunk_'s own work failed
   LoopReport report_;
   std::vector<std::set<std::shared_ptr<TileState>>> tiles_;  // per device (the CPU's with the home one)
   std::vector<std::vector<Access>> first_chunk_reads_;       // per device: moved with its first chunk

@@ -2,7 +2,7 @@
 // and the default device: every iteration exactly once on exactly one side, for every scheduler and
 // awkward sizes; results equal to the CPU reference; failures reported, nothing hangs.
 #include <hetflow/dump.hpp>
-#include <hetflow/parallel_for.hpp>
+#include <hetflow/hetflow.hpp>  // the loop and the loop node too, as the README's examples assume
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -186,6 +186,161 @@ TEST_CASE("a chunk that fails stops the loop and is named, nothing hangs and the
   CHECK(counting.each_once(20000, on_cpu, on_device));
 }
 
+// LoopBody::writes is called as a chunk is handed out, from the hook of the chunk before: a throw
+// there left the chunk taken and never ended (the call waited for ever), failed the chunk before
+// instead, and for the first chunk escaped the call as it was thrown.
+TEST_CASE("a chunk whose LoopBody::writes throws is refused and named, first or later, on either side") {
+  struct Case {
+    const char* name;
+    Policy policy;
+    bool cpu, device;
+    std::size_t from;  // writes throws for chunks beginning here or after
+    const char* side;
+  };
+  for (const Case& k : {Case{"device, later chunk", Policy::async, false, true, 5000, "device"},
+                        Case{"device, first chunk", Policy::async, false, true, 0, "device"},
+                        Case{"both sides", Policy::async, true, true, 5000, ""},
+                        Case{"cpu only", Policy::async, true, false, 5000, "cpu"},
+                        Case{"cpu only, first chunk", Policy::async, true, false, 0, "cpu"},
+                        Case{"sync, device", Policy::sync, false, true, 5000, "device"},
+                        Case{"sync, first chunk", Policy::sync, false, true, 0, "device"}}) {
+    CAPTURE(k.name);
+    Controller c(test::options(k.policy));
+    CountingLoop counting(c, 10'000);
+    LoopBody body = counting.body();
+    if (!k.cpu) body.cpu = nullptr;
+    if (!k.device) body.device = nullptr;
+    auto writes = body.writes;
+    body.writes = [&, writes](Chunk ch) {
+      if (ch.begin >= k.from) throw std::runtime_error("no writes at " + std::to_string(ch.begin));
+      return writes(ch);
+    };
+    try {
+      HeteroLoop(c, body, {.scheduler = "dynamic:1000", .cpu_workers = 1})(10'000);
+      FAIL("the throw was not reported");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.kind == "chunk");
+      CHECK(chunk.name.find(std::string(k.side) + " chunk [") != std::string::npos);
+      const std::size_t begin = std::stoul(chunk.name.substr(chunk.name.find('[') + 1));
+      CHECK(begin >= k.from);
+      CHECK(chunk.cause == "was refused: LoopBody::writes threw: no writes at " + std::to_string(begin));
+      REQUIRE(chunk.exception);
+      CHECK_THROWS_WITH_AS(std::rethrow_exception(chunk.exception), doctest::Contains("no writes at"),
+                           std::runtime_error);
+    }
+    c.wait_all();  // no failure left behind: the chunk before did not fail for it
+  }
+}
+
+TEST_CASE("a loop node whose LoopBody::writes throws passes its message on, failed, naming the chunk") {
+  struct Msg : flow::Message {
+    Tile<int> t;
+  };
+  Controller c(test::options(Policy::async));
+  Kernel mark = c.kernel_from_source(
+      "kernel void mark(global int* t, ulong end) { size_t i = get_global_id(0); if (i < end) t[i] += 1; }", "mark");
+  tbb::flow::graph g;
+  flow::loop_node<Msg> node(g, c,
+                            [&](const Msg& m) {
+                              LoopBody b;
+                              auto t = m.t;
+                              b.device = [t, mark](Controller& ctl, Chunk ch) {
+                                ctl.launch(mark, Range(ch.size()).offset(ch.begin), io(t.region(span_of(ch))),
+                                           cl_ulong(ch.end));
+                              };
+                              b.reads = {in(t)};
+                              b.writes = [t](Chunk ch) {
+                                if (ch.begin >= 5000) throw std::runtime_error("no writes");
+                                return std::vector<Access>{io(t.region(span_of(ch)))};
+                              };
+                              return flow::Loop{10'000, b};
+                            },
+                            {.scheduler = "dynamic:1000"});
+  std::string error;
+  tbb::flow::function_node<Msg> sink(g, 1, [&](const Msg& m) { error = m.error; });
+  tbb::flow::make_edge(node, sink);
+  Msg m;
+  m.t = c.tile<int>(10'000, "t");
+  test::fill(m.t, 0);
+  node.try_put(m);
+  g.wait_for_all();
+  CHECK(error.find("device chunk [5000, 6000): was refused: LoopBody::writes threw: no writes") != std::string::npos);
+}
+
+// A call waits on the loop's tiles at its end: the first wait that threw used to end those waits,
+// so the failures of the others stayed unreported, and the input's cancelled move to the device
+// cancelled every later call's kernels until a wait_all.
+TEST_CASE("a failed request on a loop's input is reported once, by the next call, and the loop then runs again") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    for (const char* scheduler : {"static:0.5", "dynamic:5000"}) {
+      CAPTURE(policy);
+      CAPTURE(scheduler);
+      Controller c(test::options(policy));
+      constexpr std::size_t n = 20'000;
+      auto x = c.tile<int>(n, "x"), y = c.tile<int>(n, "y");
+      for (std::size_t i = 0; i < n; ++i) x[i] = int(i);
+      Kernel twice = c.kernel_from_source(
+          "kernel void twice(global const int* x, global int* y, ulong end) {"
+          "  size_t i = get_global_id(0); if (i < end) y[i] = 2 * x[i]; }",
+          "twice");
+      LoopBody body;
+      body.cpu = [&](Chunk ch) {
+        for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2 * x[i];
+      };
+      body.device = [&](Controller& ctl, Chunk ch) {
+        ctl.launch(twice, Range(ch.size()).offset(ch.begin), in(x), out(y.region(span_of(ch))), cl_ulong(ch.end));
+      };
+      body.reads = {in(x)};
+      body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+      HeteroLoop loop(c, body, {.scheduler = scheduler, .cpu_workers = 1});
+      c.host_task(
+          "poison", [] { throw std::runtime_error("earlier request failed"); }, io(x));
+      try {
+        loop(n);
+        FAIL("the earlier failure was not reported");
+      } catch (const RequestFailed& e) {
+        CHECK(e.failures()[0].kind == "chunk");
+        CHECK(std::any_of(e.failures().begin(), e.failures().end(),
+                          [](const FailedRequest& f) { return f.name == "poison" && !f.cancelled; }));
+      }
+      for (int call = 0; call < 2; ++call) {
+        test::fill(y, 0);
+        CHECK_NOTHROW(loop(n));
+        CHECK(std::all_of(y.data(), y.data() + n, [&](const int& v) { return v == 2 * int(&v - y.data()); }));
+      }
+      CHECK_NOTHROW(c.wait_all());
+    }
+  }
+}
+
+// Chunks that only waited on a failed request fail too, and may be told before the chunk whose own
+// work failed (in place, a CPU chunk reading what a failed device chunk brings back was named, and
+// the device chunk never). Under sync the CPU chunks go out first and the device's runs on the
+// calling thread, so a CPU chunk cancelled by a failed input is told well before the device body
+// throws.
+TEST_CASE("the chunk whose own work failed is named first, before chunks that only waited on a failure") {
+  Controller c(test::options(Policy::sync));
+  CountingLoop counting(c, 20'000);
+  LoopBody body = counting.body();
+  body.device = [](Controller&, Chunk) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    throw std::runtime_error("the device body failed");
+  };
+  auto poisoned = c.tile<int>(1, "poisoned");
+  body.reads.push_back(in(poisoned));
+  c.host_task(
+      "poison", [] { throw std::runtime_error("earlier request failed"); }, out(poisoned));
+  try {
+    parallel_for(c, 20'000, body, {.scheduler = "static:0.5", .cpu_workers = 1});
+    FAIL("no failure reported");
+  } catch (const RequestFailed& e) {
+    CHECK(e.failures()[0].name.find("parallel_for device chunk [") == 0);
+    CHECK(e.failures()[0].cause == "was refused: the device body failed");
+  }
+}
+
 // A call ends with its own chunks: the calling thread used to run the graph's tasks until the whole
 // graph was idle, so a call beside an unrelated host task lasted as long as that task (5 s in a
 // program tried by hand; for ever here, where the task waits for the calling thread).
@@ -302,71 +457,78 @@ Kernel ones_kernel(Controller& c, const std::string& name) {
 // call ends, with or without CPU workers (then the calling thread watches the chunks' ends), and says
 // which kernel faulted; nothing hangs.
 TEST_CASE("a device chunk whose kernel faults ends the call with the fault named, with or without a CPU body") {
-  for (bool with_cpu : {false, true}) {
-    CAPTURE(with_cpu);
-    ::setenv("HETFLOW_DEBUG_FAULT_KERNEL", "oob", 1);
-    Controller c(test::options(Policy::async));
-    ::unsetenv("HETFLOW_DEBUG_FAULT_KERNEL");
-    constexpr std::size_t n = 40'000;
-    auto y = c.tile<int>(n, "y");
-    Kernel oob = ones_kernel(c, "oob");
-    LoopBody body;
-    body.device = [&](Controller& ctl, Chunk ch) {
-      ctl.launch(oob, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
-    };
-    if (with_cpu)
-      body.cpu = [&](Chunk ch) {
-        for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
+  for (Policy policy : {Policy::async, Policy::sync})
+    for (bool with_cpu : {false, true}) {
+      CAPTURE(policy);
+      CAPTURE(with_cpu);
+      ::setenv("HETFLOW_DEBUG_FAULT_KERNEL", "oob", 1);
+      Controller c(test::options(policy));
+      ::unsetenv("HETFLOW_DEBUG_FAULT_KERNEL");
+      constexpr std::size_t n = 40'000;
+      auto y = c.tile<int>(n, "y");
+      Kernel oob = ones_kernel(c, "oob");
+      LoopBody body;
+      body.device = [&](Controller& ctl, Chunk ch) {
+        ctl.launch(oob, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
       };
-    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
-    HeteroLoop loop(c, body, {.scheduler = "dynamic:10000", .cpu_workers = 1});
-    try {
-      loop(n);
-      FAIL("the fault was not reported");
-    } catch (const RequestFailed& e) {
-      // The first chunk that failed, then the requests' failures. With a CPU body that may be a CPU
-      // chunk refused once the fault lost the controller (seen under ThreadSanitizer's timing).
-      REQUIRE(e.failures().size() >= 2);
-      CHECK(e.failures()[0].kind == "chunk");
-      CHECK(e.failures()[0].name.find(with_cpu ? " chunk [" : "device chunk [") != std::string::npos);
-      CHECK(std::string(e.what()).find("'oob'") != std::string::npos);
+      if (with_cpu)
+        body.cpu = [&](Chunk ch) {
+          for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
+        };
+      body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+      HeteroLoop loop(c, body, {.scheduler = "dynamic:10000", .cpu_workers = 1});
+      try {
+        loop(n);
+        FAIL("the fault was not reported");
+      } catch (const RequestFailed& e) {
+        // The first chunk that failed, then the requests' failures. With a CPU body that may be a CPU
+        // chunk refused once the fault lost the controller (seen under ThreadSanitizer's timing).
+        REQUIRE(e.failures().size() >= 2);
+        CHECK(e.failures()[0].kind == "chunk");
+        CHECK(e.failures()[0].name.find(with_cpu ? " chunk [" : "device chunk [") != std::string::npos);
+        CHECK(std::string(e.what()).find("'oob'") != std::string::npos);
+      }
     }
-  }
 }
 
+// Under sync the calling thread runs the device's chunks, and reported a refusal without its
+// exception or a kernel's failure without the chunk.
 TEST_CASE("a chunk refused at submission is a RequestFailed naming the chunk, holding what its submission threw") {
-  Controller c(test::options(Policy::async));
-  constexpr std::size_t n = 10'000;
-  auto y = c.tile<int>(n, "y");
-  Kernel fill = ones_kernel(c, "fill");
-  LoopBody body;
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))));  // one argument short
-  };
-  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
-  HeteroLoop loop(c, body, {.scheduler = "dynamic:1000"});
-  try {
-    loop(n);
-    FAIL("the refusal was not reported");
-  } catch (const RequestFailed& e) {
-    REQUIRE(!e.failures().empty());
-    const FailedRequest& chunk = e.failures()[0];
-    CHECK(chunk.kind == "chunk");
-    CHECK(chunk.id == 0);
-    CHECK(chunk.name == "parallel_for device chunk [0, 1000)");
-    CHECK(chunk.cause.find("was refused: launch of kernel 'fill'") != std::string::npos);
-    CHECK(std::string(e.what()).find("chunk 'parallel_for device chunk [0, 1000)' failed: was refused") !=
-          std::string::npos);
-    REQUIRE(chunk.exception);
-    CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 10'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel fill = ones_kernel(c, "fill");
+    LoopBody body;
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))));  // one argument short
+    };
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    HeteroLoop loop(c, body, {.scheduler = "dynamic:1000"});
+    try {
+      loop(n);
+      FAIL("the refusal was not reported");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.kind == "chunk");
+      CHECK(chunk.id == 0);
+      CHECK(chunk.name == "parallel_for device chunk [0, 1000)");
+      CHECK(chunk.cause.find("was refused: launch of kernel 'fill'") != std::string::npos);
+      CHECK(std::string(e.what()).find("chunk 'parallel_for device chunk [0, 1000)' failed: was refused") !=
+            std::string::npos);
+      REQUIRE(chunk.exception);
+      CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+    }
+    // The loop runs again once its body is right.
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    HeteroLoop fixed(c, body, {.scheduler = "dynamic:1000"});
+    fixed(n);
+    CHECK(std::all_of(y.data(), y.data() + n, [](int v) { return v == 1; }));
   }
-  // The loop runs again once its body is right.
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
-  };
-  HeteroLoop fixed(c, body, {.scheduler = "dynamic:1000"});
-  fixed(n);
-  CHECK(std::all_of(y.data(), y.data() + n, [](int v) { return v == 1; }));
 }
 
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {

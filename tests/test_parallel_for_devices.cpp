@@ -386,6 +386,41 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
   devs.second.wait_all();
 }
 
+// A body that captured the home controller (or any other) instead of using the one it is given ran
+// the second device's chunks on the home device, and the transfers back brought the second device's
+// untouched images over their results: the call returned, the results silently lost.
+TEST_CASE("a device body that submits nothing on the controller it is given is refused, naming that controller") {
+  TwoDevices devs;
+  MarkingLoop counting(devs, 1000);
+  LoopBody body = counting.body();
+  body.cpu = nullptr;
+  auto device = body.device;
+  body.device = [&, device](Controller&, Chunk ch) { device(devs.home, ch); };
+  try {
+    parallel_for(devs.list(), 1000, body, {.scheduler = "static:0.5,0.5"});
+    FAIL("the launch on the home controller was not refused");
+  } catch (const RequestFailed& e) {
+    const FailedRequest& chunk = e.failures().at(0);
+    CHECK(chunk.name.find("device 1 (") != std::string::npos);
+    CHECK(chunk.cause.find("on the loop's first controller from a chunk of device 1 (") != std::string::npos);
+    CHECK(chunk.cause.find("launches on the Controller& it is given") != std::string::npos);
+    REQUIRE(chunk.exception);
+    CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+  }
+  body.device = [](Controller&, Chunk) {};  // nothing at all
+  try {
+    parallel_for(devs.list(), 1000, body, {.scheduler = "static:0,1"});
+    FAIL("a chunk that launched nothing was not refused");
+  } catch (const RequestFailed& e) {
+    const FailedRequest& chunk = e.failures().at(0);
+    CHECK(chunk.cause.find("submitted no launch on the Controller& it was given for chunk [0, 1000)") !=
+          std::string::npos);
+    CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+  }
+  devs.home.wait_all();
+  devs.second.wait_all();
+}
+
 TEST_CASE("hetflow run takes --devices for the loop workloads, verified, and refuses it elsewhere") {
   const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
   // --trace writes each device's timeline: the home one's, and the further device's beside it.

@@ -34,6 +34,9 @@
 //   first chunk of the call), `constants` (before its first chunk of the loop) and the chunk's
 //   `writes`. A launch using any other home tile is refused
 //   (UsageError), except device-only tiles, which are each device's own scratch (never shared).
+// - A device chunk of device d > 0 that launches on the home controller (a controller the body
+//   captured), or launches nothing on the one it is given, is refused (UsageError): its transfers
+//   back would bring that device's untouched images over the results.
 // - A call first waits for the home controller's earlier requests on the loop's tiles (a failed
 //   one is thrown then). Reads the loop also writes go to every device before any chunk starts;
 //   the others go to the home device at once and to another device with its first chunk (none to
@@ -141,10 +144,12 @@ class HeteroLoop {
   HeteroLoop& operator=(const HeteroLoop&) = delete;
 
   // Runs iterations [0, n) once each and returns when all have run and their writes are in the
-  // host images. A chunk that failed (its body threw, its launch was refused, or it was cancelled)
-  // stops the hand-out; the call then throws RequestFailed naming it (side and range), after every
-  // chunk already started has ended: its first failure is the chunk (kind "chunk"; for a refused one
-  // `exception` holds what the submission threw, a UsageError say), then its requests' failures. Not from inside a host
+  // host images. A chunk that failed (its body threw, its launch was refused, LoopBody::writes threw
+  // for it, or it was cancelled) stops the hand-out; the call then throws RequestFailed naming it
+  // (side and range), after every chunk already started has ended: its first failure is the chunk
+  // (kind "chunk"; for a refused one `exception` holds what the submission or writes threw, a
+  // UsageError say), the one whose own work failed rather than one that waited on it, then the failed
+  // requests on the loop's tiles, earlier ones included, each reported once. Not from inside a host
   // task or hook of the same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
   // threads).
   LoopReport operator()(std::size_t n);
