@@ -23,8 +23,8 @@ void DispatchStep::track_untracked(const RequestPtr& r) {
 }
 
 void DispatchStep::dispatch(const RequestPtr& r) {
-  // Two tiles a request: what a dropped tile left behind goes within one pass over the tiles the
-  // tracker holds, at a cost per request that does not grow with them.
+  // At most two tiles a request, while new tiles come: what a dropped tile left behind goes within
+  // a pass over the tiles the tracker holds, at a cost per request that does not grow with them.
   tracker_.sweep(2, [this](const RequestPtr& x) { return is_done(x); });
   switch (r->kind) {
     case Kind::wait:

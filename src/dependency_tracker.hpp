@@ -52,7 +52,10 @@ class DependencyTracker {
   void access(std::uint64_t tile, Image image, const Box& box, bool reads, bool writes, const Handle& who,
               const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
     auto [at, added] = lists_.try_emplace(tile);
-    if (added) sweep_queue_.push_back(tile);
+    if (added) {
+      sweep_queue_.push_back(tile);
+      sweep_debt_ += 2;  // two visits per new tile: the sweep keeps ahead of tiles being made
+    }
     auto& list = at->second[static_cast<int>(image)];
     prune(list, is_done);
     for (const auto& e : list) {
@@ -99,12 +102,15 @@ class DependencyTracker {
 
   void forget(std::uint64_t tile) { lists_.erase(tile); }
 
-  // Prunes up to `count` tiles, the longest unvisited first, and forgets those left with nothing.
-  // A tile whose handles were all dropped is never accessed again: without this, its completed
-  // requests (which own the tile's buffers) would stay until the next wait_all.
+  // Prunes tiles, the longest unvisited first, and forgets those left with nothing: up to `count`
+  // while tiles are being made (two visits owed per new tile), and one every kIdleSweepEvery calls
+  // for those whose requests had not ended when visited, so a program that reuses its tiles pays
+  // little. A tile whose handles were all dropped is never accessed again: without this, its
+  // completed requests (which own the tile's buffers) would stay until the next wait_all.
   template <class IsDone>
   void sweep(std::size_t count, IsDone&& is_done) {
-    for (; count > 0 && !sweep_queue_.empty(); --count) {
+    if (++sweep_calls_ % kIdleSweepEvery == 0) ++sweep_debt_;
+    for (; count > 0 && sweep_debt_ > 0 && !sweep_queue_.empty(); --count, --sweep_debt_) {
       const std::uint64_t tile = sweep_queue_.front();
       sweep_queue_.pop_front();
       auto it = lists_.find(tile);
@@ -144,6 +150,9 @@ class DependencyTracker {
   bool keep_completed_ = false;
   std::unordered_map<std::uint64_t, std::array<std::vector<Entry>, 2>> lists_;
   std::deque<std::uint64_t> sweep_queue_;  // tiles of lists_, each at least once, in visiting order
+  std::size_t sweep_debt_ = 0;             // visits owed
+  std::size_t sweep_calls_ = 0;
+  static constexpr std::size_t kIdleSweepEvery = 8;
 };
 
 }  // namespace hetflow::detail
