@@ -549,8 +549,9 @@ void LoopState::next_device(unsigned d) {
   } catch (...) {
     if (kernels_hooked) {
       // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
+      // `kernels` is the hook's now (it clears them): whether one of them failed, it says itself.
       const auto why = std::current_exception();
-      chunk_failed(int(d), chunk, "was refused: " + what_of(why), why, !lost(why) || any_failed(*kernels));
+      chunk_failed(int(d), chunk, "was refused: " + what_of(why), why, !lost(why));
       if (back_half) back_half();
       return;
     }
