@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "cl_call.hpp"
@@ -24,6 +25,13 @@ std::string with_arg_info(const std::string& options) {
   return options.find("-cl-kernel-arg-info") == std::string::npos
              ? (options.empty() ? "-cl-kernel-arg-info" : options + " -cl-kernel-arg-info")
              : options;
+}
+
+// PoCL compiles a copy of the source under its cache (".../kcache/tempfile_XXXXXX.cl") and its log
+// points there; the user's lines are in `label`, line and column unchanged.
+std::string with_file_named(std::string log, const std::string& label) {
+  static const std::regex pocl_copy(R"([^\s:]*/kcache/tempfile_[A-Za-z0-9]+\.cl)");
+  return std::regex_replace(log, pocl_copy, label);
 }
 
 }  // namespace
@@ -143,7 +151,7 @@ std::shared_ptr<const Program> ProgramCache::build(const std::string& source, co
     std::string build_log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device_);
     while (!build_log.empty() && (build_log.back() == '\0' || build_log.back() == '\n')) build_log.pop_back();
     if (err != CL_BUILD_PROGRAM_FAILURE) build_log = std::string(cl_error_name(err)) + "\n" + build_log;
-    throw BuildError(device_name_, label, build_log);
+    throw BuildError(device_name_, label, with_file_named(build_log, label));
   }
   return std::make_shared<const Program>(std::move(program), context_, label, options,
                                          std::make_shared<const std::string>(source));

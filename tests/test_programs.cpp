@@ -61,6 +61,10 @@ TEST_CASE("a build error carries the device, the file and the compiler's line") 
     CHECK(e.file == "broken.cl");
     CHECK(e.log.find("undeclared_variable") != std::string::npos);
     CHECK(e.log.find(":2:") != std::string::npos);  // the line the compiler complains about
+    // At the user's file, not at the copy PoCL compiled under its cache.
+    CHECK(e.log.find("kcache/tempfile_") == std::string::npos);
+    if (f.choice.device.platform_name == "Portable Computing Language")  // NVIDIA's log says "<kernel>:2:"
+      CHECK(e.log.find("broken.cl:2:") != std::string::npos);
     const std::string msg = e.what();
     CHECK(msg.find(f.choice.device.name) != std::string::npos);
     CHECK(msg.find("broken.cl") != std::string::npos);
