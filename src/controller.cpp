@@ -193,26 +193,6 @@ std::string zero_sizes(const Box& b) {
   return s;
 }
 
-// A kernel compiled with reqd_work_group_size runs only with exactly that local size (and with
-// no local size at all the driver refuses it too).
-template <class What>
-void check_required_work_group(const Kernel& kernel, const Range& range, const What& what) {
-  const auto& req = kernel.required_work_group_size();
-  if (req[0] == 0 && req[1] == 0 && req[2] == 0) return;
-  const std::string required =
-      "(" + std::to_string(req[0]) + ", " + std::to_string(req[1]) + ", " + std::to_string(req[2]) + ")";
-  if (!range.has_local())
-    throw UsageError(text(what) + ": the kernel requires work-groups of " + required +
-                     " (reqd_work_group_size); give that local size (Range(...).local(...))");
-  for (unsigned d = 0; d < 3; ++d) {
-    const std::size_t given = d < range.dims() ? range.local()[d] : 1;
-    if (given != req[d])
-      throw UsageError(text(what) + ": a work-group of " + std::to_string(given) + " in dimension " +
-                       std::to_string(d) + ", but the kernel requires work-groups of " + required +
-                       " (reqd_work_group_size)");
-  }
-}
-
 template <class What>
 void check_tile(const detail::Engine& engine, const Access& a, const What& request, bool hook = false) {
   const auto& t = *a.tile;
@@ -336,7 +316,6 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   check_arg_count(kernel, args.size(), what);
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
-  check_required_work_group(kernel, range, what);
   std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
   std::string name = kernel.name();
   auto r =

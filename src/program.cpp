@@ -75,13 +75,6 @@ Kernel Program::kernel(const std::string& name) const {
       while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
       k.state_->args.push_back(std::move(a));
     }
-    const auto devices = program_.getInfo<CL_PROGRAM_DEVICES>();
-    if (!devices.empty()) {
-      std::size_t required[3] = {0, 0, 0};
-      if (clGetKernelWorkGroupInfo(k.state_->kernel(), devices.front()(), CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
-                                   sizeof required, required, nullptr) == CL_SUCCESS)
-        for (int d = 0; d < 3; ++d) k.state_->required_work_group[d] = required[d];
-    }
   });
   kernels_.emplace(name, k);
   return k;

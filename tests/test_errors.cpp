@@ -1,7 +1,6 @@
 // Errors (docs/architecture.md, "Failures"): misuse is a UsageError from the submitting call, before anything
 // runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
 // makes the next wait throw naming it, and leaves the controller working.
-#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <optional>
@@ -70,28 +69,6 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
     c.launch(mix, Range(64), in(a), in(b), out(o), 64u, 1.0f);
     check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
     check_still_works(c);
-  }
-}
-
-TEST_CASE("a kernel's required work-group size is checked at the launch, not left to the enqueue") {
-  for (Policy p : policies) {
-    CAPTURE(test::policy_name(p));
-    Controller c(test::options(p));
-    auto k = c.kernel_from_source(
-        "__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void fixed(__global float* x) {"
-        " x[get_global_id(0)] *= 2.0f; }",
-        "fixed");
-    CHECK(k.required_work_group_size() == std::array<std::size_t, 3>{32, 1, 1});
-    auto x = c.tile<float>(64, "x");
-    test::fill(x, 1.0f);
-    c.move_to(x);
-    check_usage_error([&] { c.launch(k, Range(64).local(64), io(x)); },
-                      {"fixed", "a work-group of 64 in dimension 0", "requires work-groups of (32, 1, 1)"});
-    check_usage_error([&] { c.launch(k, Range(64), io(x)); }, {"fixed", "give that local size"});
-    c.launch(k, Range(64).local(32), io(x));
-    c.move_from(x);
-    c.wait(x);
-    CHECK(x[63] == 2.0f);
   }
 }
 

@@ -1,6 +1,5 @@
 #pragma once
 #include <map>
-#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,9 +37,6 @@ class Kernel {
   // another controller rebuilds it from when a loop over several devices runs the same kernel there.
   const std::shared_ptr<const std::string>& source() const { return state_->source; }
   const std::string& build_options() const { return state_->options; }
-  // The work-group size its source requires (__attribute__((reqd_work_group_size(X, Y, Z)))), or
-  // {0, 0, 0}: a launch must then give exactly that local size.
-  const std::array<std::size_t, 3>& required_work_group_size() const { return state_->required_work_group; }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -52,7 +48,6 @@ class Kernel {
     cl::Context context;
     std::shared_ptr<const std::string> source;
     std::string options;
-    std::array<std::size_t, 3> required_work_group{0, 0, 0};
   };
   std::shared_ptr<State> state_;
 };
