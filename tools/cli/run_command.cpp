@@ -49,13 +49,6 @@ bool is_loop(const std::string& workload) {
   return workload == "mandelbrot" || workload == "nbody" || workload == "spmv" || workload == "barneshut";
 }
 
-std::vector<Policy> policies_to_run(const RunOptions& o) {
-  std::string policy = o.policy;
-  if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
-  if (policy.empty() || policy == "both") return {Policy::sync, Policy::async};
-  return {parse_policy(policy)};
-}
-
 void run_loop_workload(const RunOptions& o) {
   LoopRunOptions l;
   l.workload = o.workload;
@@ -138,6 +131,13 @@ void verify(const RunOptions& o, int width, int height, int steps, const workloa
 }
 
 bool is_sobel(const RunOptions& o) { return o.workload == "sobel"; }
+
+std::vector<Policy> policies_to_run(const RunOptions& o) {
+  std::string policy = o.policy;
+  if (const char* env = std::getenv("HETFLOW_POLICY"); policy.empty() && env && *env) policy = env;  // checked in main
+  if (policy.empty() || policy == "both") return {Policy::sync, Policy::async};
+  return {parse_policy(policy)};
+}
 
 // Frames of width × height (sobel) or an n × n grid or matrix; steps are frames, iterations or products.
 struct ProblemSize {
