@@ -26,6 +26,13 @@ Controller make(Policy p) {
   return Controller(o);
 }
 const std::string kernels = std::string(HETFLOW_TEST_SOURCE_DIR) + "/kernels_cl";
+// An empty directory of that name under the system's temporary directory.
+std::filesystem::path fresh_dir(const char* name) {
+  const auto dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 bool identical(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && wl::count_bit_differences(a.data(), b.data(), a.size()) == 0;
 }
@@ -125,8 +132,7 @@ TEST_CASE("workloads on hetflow: matrix power equals the CPU reference and the n
 
 TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "hetflow-y4m-sobel";
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("hetflow-y4m-sobel");
   const std::string in = (dir / "in.y4m").string(), out = (dir / "out.y4m").string();
   const int w = 40, h = 24, frames = 3;
   std::vector<std::vector<float>> input(frames, std::vector<float>(std::size_t(w) * h));
@@ -194,9 +200,7 @@ TEST_CASE("hetflow run: the default job prints its table, and bad options are cl
 TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names it") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;
-  const fs::path dir = fs::temp_directory_path() / "hetflow-cli-refusals";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("hetflow-cli-refusals");
   const std::string d = dir.string();
   auto refused = [&](const std::string& args, const std::string& says) {
     auto r = test::run_command(cli + " " + args);
@@ -245,9 +249,7 @@ TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names 
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;
-  const fs::path dir = fs::temp_directory_path() / "hetflow-cli-failed-dumps";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("hetflow-cli-failed-dumps");
   for (const auto& [kernel, workload] :
        {std::pair{"sobel_col_diff", "sobel --size 64x32 --frames 3"},
         std::pair{"mandelbrot_rows", "mandelbrot --size 32 --calls 1 --scheduler static:1"}}) {
