@@ -633,6 +633,7 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
 
 void Engine::finish(Request& r, Status s, std::string error) {
   RequestList waiters, dependants, held;
+  Request::Leftovers leftovers;  // a failure's: destroyed last, without r.m (Request::take_leftovers)
   {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
@@ -646,7 +647,10 @@ void Engine::finish(Request& r, Status s, std::string error) {
     if (r.holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
-    if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
+    if (s != Status::done && r.kind != Kind::wait) {
+      record_failure(r, s);
+      leftovers = r.take_leftovers();
+    }
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
     // request is cancelled by a failure already reported (test_random_programs, under load).

@@ -34,6 +34,14 @@ void Request::check_payload() const {
                            "' built with another kind's payload");
 }
 
+Request::Leftovers Request::take_leftovers() {
+  Leftovers l;
+  l.accesses.swap(accesses);
+  if (auto* k = std::get_if<KernelWork>(&work)) l.args.swap(k->args);
+  if (auto* h = std::get_if<HostWork>(&work)) l.task = std::move(h->fn);
+  return l;
+}
+
 Request::~Request() {
   live.fetch_sub(1, std::memory_order_relaxed);
   if (cl_event e = event.load()) {

@@ -207,6 +207,17 @@ struct Request : std::enable_shared_from_this<Request> {
   // forget their accesses, and what reads there next would get data they never wrote. Made only for a
   // cancelled request: the others do not pay its size (a soak keeps 10^5 requests in flight).
   std::unique_ptr<std::vector<std::weak_ptr<Request>>> failures_behind;
+  // What an ended request no longer needs but would keep for as long as its failure waits to be
+  // reported: its tiles (a tile's buffers live while any request holds it, so a failed request on a
+  // tile whose handles were all dropped kept them until the next wait) and a task's captures. Taken
+  // under m, as its failure is recorded; the caller destroys them after letting go of m, since a
+  // tile's last reference unmaps it and captures run user code as they go.
+  struct Leftovers {
+    std::vector<Access> accesses;
+    std::vector<KernelArg> args;
+    UniqueFunction<void()> task;
+  };
+  Leftovers take_leftovers();
 
   // Recording (dumps, traces).
   // Written by whoever runs or enqueues the request while records() may read them from any thread

@@ -107,6 +107,43 @@ TEST_CASE("a tile whose handles are all dropped goes once its requests are done,
   }
 }
 
+TEST_CASE("a failed request's tiles and a cancelled task's captures go before the wait that reports it") {
+  // Under async a failure is listed until a wait reports it; what the failed and cancelled requests
+  // held went only then (a program dropping 32,766 failing tiles exhausted Oclgrind's buffers).
+  static std::atomic<int> captured{0};
+  struct Captured {
+    Captured() { captured.fetch_add(1); }
+    Captured(const Captured&) { captured.fetch_add(1); }
+    ~Captured() { captured.fetch_sub(1); }
+  };
+  ControllerOptions o;
+  o.policy = Policy::async;  // not recording: a recording controller keeps every request for its dumps
+  Controller c(o);
+  auto other = c.tile<int>(1, "other");
+  std::vector<std::weak_ptr<detail::TileState>> dropped;
+  for (int i = 0; i < 8; ++i) {
+    auto t = c.tile<int>(1024, "doomed");
+    c.host_task("fails", [] { throw std::runtime_error("planned"); }, out(t));
+    c.move_to(t);  // cancelled
+    c.host_task("cancelled", [k = Captured{}, t] { t[0] = 1; }, io(t));
+    dropped.push_back(t.shared_state());
+  }
+  CHECK(test::eventually([&] {
+    c.move_to(other);
+    c.move_from(other);
+    c.wait(other);  // other's wait: the failures stay listed
+    return captured.load() == 0 &&
+           std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); });
+  }));
+  try {
+    c.wait_all();
+    FAIL("the failures were not reported");
+  } catch (const RequestFailed& e) {
+    CHECK(e.failures().size() == 24);
+    CHECK(e.failures().front().tiles == std::vector<std::string>{"doomed"});
+  }
+}
+
 TEST_CASE("host_task takes move-only callables, and what they own is neither copied nor leaked") {
   // Counts the owned objects alive.
   static std::atomic<int> owned{0};
