@@ -123,9 +123,11 @@ TEST_CASE("a failed request's tiles and a cancelled task's captures go before th
   std::vector<std::weak_ptr<detail::TileState>> dropped;
   for (int i = 0; i < 8; ++i) {
     auto t = c.tile<int>(1024, "doomed");
-    c.host_task("fails", [] { throw std::runtime_error("planned"); }, out(t));
+    c.host_task(
+        "fails", [] { throw std::runtime_error("planned"); }, out(t));
     c.move_to(t);  // cancelled
-    c.host_task("cancelled", [k = Captured{}, t] { t[0] = 1; }, io(t));
+    c.host_task(
+        "cancelled", [k = Captured{}, t] { t[0] = 1; }, io(t));
     dropped.push_back(t.shared_state());
   }
   CHECK(test::eventually([&] {
