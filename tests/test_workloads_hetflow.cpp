@@ -137,7 +137,7 @@ TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
   const int w = 40, h = 24, frames = 3;
   std::vector<std::vector<float>> input(frames, std::vector<float>(std::size_t(w) * h));
   {
-    wl::Y4mWriter writer(in, w, h);
+    wl::Y4mWriter writer(in, w, h, "F30000:1001 It A16:15");  // NTSC, interlaced: the output keeps them
     for (int i = 0; i < frames; ++i) {
       wl::generate_frame(input[i].data(), w, h, i);
       for (auto& v : input[i]) v = std::round(v);  // what an 8-bit file can hold
@@ -153,6 +153,7 @@ TEST_CASE("workloads on hetflow: Sobel reads and writes .y4m files") {
     wl::Y4mReader reader(out);
     CHECK(reader.width() == w);
     CHECK(reader.height() == h);
+    CHECK(reader.timing_tags() == "F30000:1001 It A16:15");
     std::vector<float> got(std::size_t(w) * h), ref(got.size());
     for (int i = 0; i < frames; ++i) {
       REQUIRE(reader.read_luma(got.data()));

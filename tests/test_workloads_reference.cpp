@@ -417,6 +417,7 @@ TEST_CASE("workloads_reference: Y4M: three frames round-trip through Y4mWriter a
   CHECK(reader.width() == w);
   CHECK(reader.height() == h);
   CHECK(reader.colour_space() == "420jpeg");
+  CHECK(reader.timing_tags() == wl::Y4mWriter::kDefaultTimingTags);
   std::vector<float> got(w * h);
   for (int i = 0; i < 3; ++i) {
     INFO("frame " << i);
@@ -446,6 +447,7 @@ TEST_CASE("workloads_reference: Y4M: other colour spaces, frame parameters and h
   write_bytes(file.path, bytes);
   wl::Y4mReader reader(file.path);
   CHECK(reader.colour_space() == "444");
+  CHECK(reader.timing_tags() == "F30000:1001 It A0:0");  // what a writer of the filtered video repeats
   std::vector<float> got(w * h);
   for (int f = 0; f < 2; ++f) {
     REQUIRE(reader.read_luma(got.data()));
@@ -457,12 +459,19 @@ TEST_CASE("workloads_reference: Y4M: other colour spaces, frame parameters and h
   write_bytes(file.path,
               std::string("YUV4MPEG2 H1 W2 Cmono\nFRAME\n") + char(1) + char(2) + "FRAME\n" + char(3) + char(4));
   wl::Y4mReader mono(file.path);
+  CHECK(mono.timing_tags() == wl::Y4mWriter::kDefaultTimingTags);  // none given
   std::vector<float> two(2);
   REQUIRE(mono.read_luma(two.data()));
   CHECK(two == std::vector<float>{1, 2});
   REQUIRE(mono.read_luma(two.data()));
   CHECK(two == std::vector<float>{3, 4});
   CHECK_FALSE(mono.read_luma(two.data()));
+
+  // Malformed timing tags are not repeated: the writer's default stands for each.
+  write_bytes(file.path, std::string("YUV4MPEG2 W2 H1 F25 Iq A1:x Cmono\nFRAME\n") + char(1) + char(2));
+  CHECK(wl::Y4mReader(file.path).timing_tags() == wl::Y4mWriter::kDefaultTimingTags);
+  write_bytes(file.path, std::string("YUV4MPEG2 W2 H1 F0:1 Im A0:0 Cmono\nFRAME\n") + char(1) + char(2));
+  CHECK(wl::Y4mReader(file.path).timing_tags() == "F25:1 Im A0:0");
 }
 
 TEST_CASE("workloads_reference: Y4M: malformed files throw hetflow::Error naming the file and the problem") {

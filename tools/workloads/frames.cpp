@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -55,6 +56,16 @@ bool parse_positive_int(const std::string& s, int& out) {
   if (v <= 0) return false;
   out = v;
   return true;
+}
+
+// "n:d" with both parts decimal; zero parts allowed only where the format says "unknown" (aspect 0:0).
+bool is_ratio(const std::string& s, bool zero_allowed) {
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  int n = 0, d = 0;
+  const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+  if (zero_allowed && a == "0" && b == "0") return true;
+  return parse_positive_int(a, n) && parse_positive_int(b, d);
 }
 
 // ---- synthetic frames ----------------------------------------------------------------------------
@@ -146,7 +157,8 @@ Y4mReader::Y4mReader(const std::string& path) : path_(path) {
   tokens >> magic;
   if (magic != "YUV4MPEG2") fail(path_, "bad magic: expected 'YUV4MPEG2', found '" + magic.substr(0, 32) + "'");
 
-  std::string cs = "420jpeg";  // the format's default
+  std::string cs = "420jpeg";                                       // the format's default
+  std::string rate = "F25:1", interlacing = "Ip", aspect = "A1:1";  // Y4mWriter's defaults
   for (std::string tok; tokens >> tok;) {
     const char tag = tok[0];
     const std::string value = tok.substr(1);
@@ -156,8 +168,15 @@ Y4mReader::Y4mReader(const std::string& path) : path_(path) {
       if (!parse_positive_int(value, height_)) fail(path_, "bad height '" + tok + "' in header");
     } else if (tag == 'C') {
       cs = value;
-    }  // F (frame rate), I (interlacing), A (aspect), X (extensions): not needed for the luma
+    } else if (tag == 'F' && is_ratio(value, false)) {
+      rate = tok;
+    } else if (tag == 'I' && value.size() == 1 && std::string_view("ptbm").find(value[0]) != std::string_view::npos) {
+      interlacing = tok;
+    } else if (tag == 'A' && is_ratio(value, true)) {
+      aspect = tok;
+    }  // X (extensions): not needed for the luma
   }
+  timing_tags_ = rate + " " + interlacing + " " + aspect;
   if (width_ == 0) fail(path_, "header has no width (W tag)");
   if (height_ == 0) fail(path_, "header has no height (H tag)");
 
@@ -209,14 +228,15 @@ bool Y4mReader::read_luma(float* dst) {
 
 // ---- Y4M writing ---------------------------------------------------------------------------------
 
-Y4mWriter::Y4mWriter(const std::string& path, int width, int height) : path_(path), width_(width), height_(height) {
+Y4mWriter::Y4mWriter(const std::string& path, int width, int height, const std::string& timing_tags)
+    : path_(path), width_(width), height_(height) {
   if (width <= 0 || height <= 0)
     fail(path_, "cannot write a " + std::to_string(width) + "x" + std::to_string(height) + " stream");
   errno = 0;
   file_.reset(std::fopen(path.c_str(), "wb"));
   if (!file_) fail(path_, "cannot open for writing" + errno_text());
   const std::string header =
-      "YUV4MPEG2 W" + std::to_string(width) + " H" + std::to_string(height) + " F25:1 Ip A1:1 C420jpeg\n";
+      "YUV4MPEG2 W" + std::to_string(width) + " H" + std::to_string(height) + " " + timing_tags + " C420jpeg\n";
   if (std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size())
     fail(path_, "write error in stream header" + errno_text());
   const std::size_t w = static_cast<std::size_t>(width), h = static_cast<std::size_t>(height);

@@ -32,6 +32,9 @@ class Y4mReader {
   int height() const { return height_; }
   const std::string& colour_space() const { return colour_space_; }  // "420jpeg", "444", "mono", ...
   int frames_read() const { return frames_read_; }
+  // The stream's frame rate, interlacing and aspect tags, for a writer of the same video
+  // ("F30000:1001 Ip A1:1"); where a tag is missing or malformed, Y4mWriter's default for it.
+  const std::string& timing_tags() const { return timing_tags_; }
 
   // Reads the next frame's Y plane into dst (width()*height() floats, 0..255). Returns false, with
   // dst untouched, at the end of the stream.
@@ -44,17 +47,20 @@ class Y4mReader {
   std::string path_;
   std::unique_ptr<std::FILE, Closer> file_;
   int width_ = 0, height_ = 0, frames_read_ = 0;
-  std::string colour_space_;
+  std::string colour_space_, timing_tags_;
   std::size_t chroma_bytes_ = 0;  // both chroma planes of one frame
   std::vector<std::uint8_t> buffer_;
 };
 
-// Writes an 8-bit YUV4MPEG2 stream, colour space C420jpeg, 25 fps, progressive, square pixels:
-// each frame's Y plane from floats (rounded to nearest, clamped to 0..255, NaN -> 0) and neutral
-// chroma (128). Throws hetflow::Error naming the file when it cannot be created or written.
+// Writes an 8-bit YUV4MPEG2 stream, colour space C420jpeg, with the given frame rate, interlacing
+// and aspect tags (by default 25 fps, progressive, square pixels; a filtered video keeps its
+// source's: Y4mReader::timing_tags): each frame's Y plane from floats (rounded to nearest, clamped
+// to 0..255, NaN -> 0) and neutral chroma (128). Throws hetflow::Error naming the file when it
+// cannot be created or written.
 class Y4mWriter {
  public:
-  Y4mWriter(const std::string& path, int width, int height);
+  static constexpr const char* kDefaultTimingTags = "F25:1 Ip A1:1";
+  Y4mWriter(const std::string& path, int width, int height, const std::string& timing_tags = kDefaultTimingTags);
   Y4mWriter(Y4mWriter&&) noexcept = default;
   Y4mWriter& operator=(Y4mWriter&&) noexcept = default;
   ~Y4mWriter() = default;

@@ -198,7 +198,9 @@ SobelFrames open_sobel_frames(const SobelRun& run) {
   if (f.width <= 0 || f.height <= 0 || f.frames <= 0)
     throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(f.width) + "x" +
                      std::to_string(f.height) + ", " + std::to_string(f.frames) + " frames)");
-  if (!run.output.empty()) f.writer = std::make_shared<Y4mWriter>(run.output, f.width, f.height);
+  if (!run.output.empty())
+    f.writer = std::make_shared<Y4mWriter>(run.output, f.width, f.height,
+                                           f.reader ? f.reader->timing_tags() : Y4mWriter::kDefaultTimingTags);
   return f;
 }
 
