@@ -631,6 +631,20 @@ std::vector<Engine::Failure> Engine::take_failures(const TileState* tile) {
   return taken;
 }
 
+namespace {
+// Whether nothing on the device may still use r's tiles: it never reached the driver, or the driver
+// says its command is over. A command failed by the engine for another's sake (a failed flush left it
+// in its queue, a command it waited on failed) may still run: PoCL copied from the host image of a
+// failed flush's H2D after its tile was freed. Those keep their tiles until reported, as before.
+bool off_the_device(const Request& r) {
+  cl_event e = r.event.load();
+  if (!e) return true;
+  cl_int status = CL_QUEUED;
+  return clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) == CL_SUCCESS &&
+         status <= CL_COMPLETE;
+}
+}  // namespace
+
 void Engine::finish(Request& r, Status s, std::string error) {
   RequestList waiters, dependants, held;
   Request::Leftovers leftovers;  // a failure's: destroyed last, without r.m (Request::take_leftovers)
@@ -649,7 +663,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) {
       record_failure(r, s);
-      leftovers = r.take_leftovers();
+      if (off_the_device(r)) leftovers = r.take_leftovers();
     }
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that

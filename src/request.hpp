@@ -210,8 +210,9 @@ struct Request : std::enable_shared_from_this<Request> {
   // What an ended request no longer needs but would keep for as long as its failure waits to be
   // reported: its tiles (a tile's buffers live while any request holds it, so a failed request on a
   // tile whose handles were all dropped kept them until the next wait) and a task's captures. Taken
-  // under m, as its failure is recorded; the caller destroys them after letting go of m, since a
-  // tile's last reference unmaps it and captures run user code as they go.
+  // under m, as its failure is recorded, once nothing on the device may still use them (Engine::finish);
+  // the caller destroys them after letting go of m, since a tile's last reference unmaps it and
+  // captures run user code as they go.
   struct Leftovers {
     std::vector<Access> accesses;
     std::vector<KernelArg> args;
