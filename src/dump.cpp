@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.hpp"
+
 #include "engine.hpp"
 
 namespace hetflow {
@@ -95,16 +97,41 @@ ojson edge_json(const EdgeRecord& e) {
 
 // ---- DOT ----------------------------------------------------------------------------------
 
+// The length of the well-formed UTF-8 sequence at s[i] (1-4), or 0 if it is not one.
+std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  const std::size_t n = lead < 0x80                   ? 1
+                        : lead >= 0xc2 && lead < 0xe0 ? 2
+                        : lead >= 0xe0 && lead < 0xf0 ? 3
+                        : lead >= 0xf0 && lead < 0xf5 ? 4
+                                                      : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+// Names come from the program: quotes and backslashes escaped, and what Graphviz's SVG would
+// carry into XML unparsable (control characters, bytes that are not UTF-8) shown as U+FFFD.
 std::string dot_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
     if (c == '\n') {
       out += "\\n";
+      ++i;
       continue;
     }
-    out += c;
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0 || (n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7f))) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out.append(s, i, n);
+    i += n;
   }
   return out;
 }
@@ -137,10 +164,12 @@ std::string shorten(const std::string& s, std::size_t n) { return s.size() <= n 
 std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
   // Laid out by hand around compact objects: one node or edge per line stays readable and diffs
   // well, where a pretty-printer spreads every region over a dozen lines.
-  auto line = [](const char* key, const ojson& v) { return std::string(" \"") + key + "\": " + v.dump() + ",\n"; };
+  auto line = [](const char* key, const ojson& v) {
+    return std::string(" \"") + key + "\": " + detail::json_text(v) + ",\n";
+  };
   auto list = [](const char* key, const std::vector<ojson>& items, bool last) {
     std::string out = std::string(" \"") + key + "\": [";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n  " : "\n  ") + items[i].dump();
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n  " : "\n  ") + detail::json_text(items[i]);
     out += items.empty() ? "]" : "\n ]";
     return out + (last ? "\n" : ",\n");
   };

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.hpp"
+
 namespace hetflow {
 
 using nlohmann::json;
@@ -167,8 +169,9 @@ std::string to_trace_json(const std::vector<RequestRecord>& records, const Graph
   // Key order matters: Perfetto's JSON reader wants displayTimeUnit first and stops reading at
   // the first top-level key it does not know, so the embedded dump goes last. One event a line.
   const ojson other{{"format", "hetflow-trace"}, {"version", "1"}, {"device", info.device}, {"policy", info.policy}};
-  std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + ",\n\"traceEvents\": [";
-  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + events[i].dump();
+  std::string out =
+      "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + detail::json_text(other) + ",\n\"traceEvents\": [";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + detail::json_text(events[i]);
   out += "\n],\n\"hetflow\": " + to_json(records, info) + "}\n";
   return out;
 }

@@ -569,6 +569,29 @@ void t06_trace(Policy p, const fs::path& path) {
 }
 }  // namespace
 
+TEST_CASE("names that are not UTF-8 or hold control characters: dumps and traces are written, DOT stays clean") {
+  Case t(Policy::async);
+  auto a = t.c.tile<float>(short_n, "bad\xff\xfe");
+  auto b = t.c.tile<float>(short_n, std::string("ctl\x01\x1f"));
+  t.c.host_task(
+      "fills \xc3", [a] { a[0] = 1.0f; }, hetflow::out(a));
+  t.c.host_task(
+      "throws", [] { throw std::runtime_error(std::string("why\x02")); }, hetflow::out(b));
+  t.c.host_task(
+      "reads both", [] {}, hetflow::in(a), hetflow::in(b));  // edges naming both tiles
+  CHECK_THROWS_AS(t.c.wait_all(), hetflow::RequestFailed);
+  const fs::path dir = out_dir();
+  hetflow::write_dump_json(t.c, (dir / "names.json").string());
+  hetflow::write_trace(t.c, (dir / "names.trace.json").string());
+  const json dump = json::parse(slurp(dir / "names.json"));  // bytes that are not UTF-8 became U+FFFD
+  CHECK(slurp(dir / "names.json").find("bad\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
+  CHECK(json::parse(slurp(dir / "names.trace.json"))["traceEvents"].is_array());
+  const auto [records, info] = hetflow::load_dump((dir / "names.json").string());
+  const std::string dot = hetflow::to_dot(records, info);
+  for (unsigned char ch : dot) CHECK_MESSAGE((ch >= 0x20 || ch == '\n' || ch == '\t'), "control byte " << int(ch));
+  CHECK(dot.find("ctl\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
+}
+
 TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
