@@ -14,6 +14,10 @@ enum Where : std::uint8_t { host = 1, device = 2, both = 3 };
 // Nothing blocks while it is held (Engine::DeferredBlocking): under sync a blocked transfer runs
 // other graph tasks meanwhile, other nodes' bodies among them, which wait for this lock — on 2 cores
 // the flow-graph Sobel then hung under AddressSanitizer with every thread waiting.
+// Nor after: a node's transfers are not waited for in its body under sync either (what needs them,
+// the node's completion hook, is ordered after them by their hazards). Waiting there blocked a TBB
+// thread inside the user's graph: with oneTBB limited to one thread, or two graphs on one controller
+// each waited for from its own thread, the pipeline hung.
 std::mutex& residency_mutex() {
   static std::mutex m;
   return m;
@@ -69,7 +73,7 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
   hetflow::detail::ControllerLife::Use use(*life_);
   if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
-  hetflow::detail::Engine::DeferredBlocking sync_transfers(hetflow::detail::engine_of(c_));
+  hetflow::detail::Engine::DeferredBlocking never_blocks(hetflow::detail::engine_of(c_));
   {
     std::lock_guard lock(residency_mutex());
     for (const auto& a : tiles) {
@@ -90,7 +94,6 @@ std::vector<Access> NodeCore::launch(const Kernel& k, Launch l, Message& m) {
       if (!listed) written.push_back(device_image(whole_tile(a, Role::in)));
     }
   }
-  sync_transfers.wait();
   return written;
 }
 
@@ -98,7 +101,7 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
   hetflow::detail::ControllerLife::Use use(*life_);
   if (!use) controller_gone();
   hetflow::detail::Engine::FlowNodeScope made_by(id_);
-  hetflow::detail::Engine::DeferredBlocking sync_transfers(hetflow::detail::engine_of(c_));
+  hetflow::detail::Engine::DeferredBlocking never_blocks(hetflow::detail::engine_of(c_));
   {
     std::lock_guard lock(residency_mutex());
     for (const auto& a : roles) {
@@ -112,7 +115,6 @@ void NodeCore::prepare_host(const std::vector<Access>& roles, Message& m) {
     for (const auto& a : roles)
       if (a.writes()) a.tile->latest.store(host);
   }
-  sync_transfers.wait();
 }
 
 void NodeCore::hook(std::function<void(const Outcome&)> fn, std::vector<Access> roles, const char* suffix) {

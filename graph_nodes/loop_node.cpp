@@ -2,6 +2,9 @@
 // type: one heterogeneous loop (src/hetero_loop.hpp) and the loops waiting their turn.
 #include <hetflow/flow.hpp>
 
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
 #include "engine.hpp"
 #include "hetero_loop.hpp"
 
@@ -75,7 +78,14 @@ void LoopCore::start(Loop l, std::function<void(LoopEnd)> done) {
       return;
     }
     // Every transfer blocks under sync: the loop runs here, this thread the device's token (as a
-    // HeteroLoop's calls do), and waits for its chunks' requests, taking their failures.
+    // HeteroLoop's calls do), and waits for its chunks' requests, taking their failures. Its CPU
+    // chunks need a thread besides this one: with oneTBB limited to one, the graph hung.
+    if (tbb::this_task_arena::max_concurrency() < 2 ||
+        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) < 2)
+      throw UsageError(
+          "under the sync policy a loop_node runs its loop inside the node's body and needs a second TBB thread "
+          "for its CPU chunks; this arena has one (tbb::global_control max_allowed_parallelism = 1?): use the "
+          "async policy");
     auto e = loop_->run_to_end(l.n);
     LoopEnd end{std::move(e.report), std::move(e.failure), std::move(e.tiles), {}};
     for (const auto& t : end.tiles) try {

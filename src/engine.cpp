@@ -87,7 +87,11 @@ Engine::Engine(const ControllerOptions& options)
     : serial(next_engine_serial()),
       choice(select_device(checked(options).device)),
       policy(policy_from(options)),
-      kernel_queue_count(policy == Policy::sync ? 1 : kernel_queues_from(options)),
+      // Checked under sync too (which has one queue): a bad value is an error whichever the policy.
+      kernel_queue_count([&] {
+        const unsigned asked = kernel_queues_from(options);
+        return policy == Policy::sync ? 1u : asked;
+      }()),
       recording(record_from(options)),
       profiling(options.profiling.value_or(recording)),
       out_of_order(out_of_order_from(options, policy, choice.device)),
@@ -346,24 +350,21 @@ void Engine::collect_commands(RequestList* kernels, RequestList* transfers) {
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
 Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
 
-Engine::DeferredBlocking::DeferredBlocking(Engine& e) : engine_(e), saved_(deferred_blocking) {
-  deferred_blocking = &deferred_;
-}
+Engine::DeferredBlocking::DeferredBlocking(Engine&) : saved_(deferred_blocking) { deferred_blocking = &deferred_; }
 Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
 
-void Engine::DeferredBlocking::wait() {
-  deferred_blocking = saved_;  // the wait's own submission must not be deferred
-  if (deferred_.empty()) return;
-  auto w =
-      make_request<WaitWork>(Kind::wait, "sync(" + deferred_.front()->name + (deferred_.size() > 1 ? ", ...)" : ")"));
-  w->wait().on = std::move(deferred_);
-  deferred_.clear();
-  engine_.wait_request(std::move(w));
+void Engine::refuse_freed_tiles(const Request& r) const {
+  // The Controller checked each tile before building r, but free(t) on another thread may have come
+  // between that check and this lock, whose order is the program's: a request ordered after the
+  // release would run on released buffers (a kernel on PoCL wrote into freed memory), so it is refused.
+  if (r.kind == Kind::release) return;
+  for (const auto& a : r.accesses)
+    if (a.tile->freed.load(std::memory_order_acquire))
+      throw UsageError("'" + r.name + "': tile '" + a.tile->name +
+                       "' used after free (free() came first, from another thread)");
 }
 
 void Engine::submit(RequestPtr r) {
-  if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
-  if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
   r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
@@ -372,6 +373,7 @@ void Engine::submit(RequestPtr r) {
   if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   {
     std::lock_guard lock(submit_mutex_);
+    refuse_freed_tiles(*r);
     r->id = next_id_++;
     if (r->kind == Kind::kernel) r->lane = next_kernel_lane();  // round robin, in program order
     if (recording) {
@@ -392,6 +394,9 @@ void Engine::submit(RequestPtr r) {
       dispatcher_.try_put(r);
     }
   }
+  // Only requests that were taken: a chunk's body waits for what it collected.
+  if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
+  if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
   if (blocks && deferred_blocking) {
     deferred_blocking->push_back(std::move(r));
     return;
@@ -647,7 +652,7 @@ bool off_the_device(const Request& r) {
 
 void Engine::finish(Request& r, Status s, std::string error) {
   RequestList waiters, dependants, held;
-  Request::Leftovers leftovers;  // a failure's: destroyed last, without r.m (Request::take_leftovers)
+  Request::Leftovers leftovers;  // destroyed last, without r.m (Request::take_leftovers)
   {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
@@ -661,10 +666,9 @@ void Engine::finish(Request& r, Status s, std::string error) {
     if (r.holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
-    if (s != Status::done && r.kind != Kind::wait) {
-      record_failure(r, s);
-      if (off_the_device(r)) leftovers = r.take_leftovers();
-    }
+    if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
+    // A done device command has completed; any other outcome is asked of the driver.
+    if (r.kind != Kind::wait && (s == Status::done || off_the_device(r))) leftovers = r.take_leftovers();
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
     // request is cancelled by a failure already reported (test_random_programs, under load).

@@ -92,20 +92,17 @@ class Engine {
     std::uint32_t saved_;
   };
   // While one is open on a thread, a request that thread submits which the policy makes blocking
-  // (sync) is submitted without blocking, and wait() blocks for all of them: what a caller holding a
-  // lock other threads need calls once it has let go. A blocked submitter runs other graph tasks
-  // meanwhile, and those may be the only threads that could complete what it waits for (a flow
-  // node's transfer under sync, holding the residency lock: a deadlock on 2 cores).
+  // (sync) is submitted without blocking: a flow node's body, which must not hold a TBB thread of the
+  // user's graph while the device works (graph_nodes/flow_nodes.cpp). A blocked submitter runs other
+  // graph tasks meanwhile, and those may be the only threads that could complete what it waits for.
   class DeferredBlocking {
    public:
     explicit DeferredBlocking(Engine& e);
-    ~DeferredBlocking();  // closes the scope; what was not waited for is left to later waits
+    ~DeferredBlocking();  // closes the scope; what it deferred is left to later waits
     DeferredBlocking(const DeferredBlocking&) = delete;
     DeferredBlocking& operator=(const DeferredBlocking&) = delete;
-    void wait();  // after the scope's submissions: returns once they have ended
 
    private:
-    Engine& engine_;
     RequestList deferred_;
     RequestList* saved_;
   };
@@ -211,6 +208,7 @@ class Engine {
  private:
   void bind_graph_context();  // the graph's first task, spawned by the constructing thread
   void wait_request(RequestPtr w);
+  void refuse_freed_tiles(const Request& r) const;  // under submit_mutex_: throws UsageError
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.
   void refuse_blocking_inside_host_task(const std::string& what) const;

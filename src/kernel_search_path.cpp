@@ -44,12 +44,14 @@ std::vector<std::string> kernel_search_path() {
 }
 
 std::string find_kernel_file(const std::string& file) {
+  if (file.empty()) throw UsageError("kernel file: the name is empty");
   std::error_code ec;
   const fs::path given(file);
   std::vector<std::string> tried;
   auto found = [&](const fs::path& candidate) {
     if (fs::is_regular_file(candidate, ec)) return true;
-    tried.push_back(fs::absolute(candidate, ec).string());
+    // A directory of that name is there, and listing it as "not found" sent a user looking for it.
+    tried.push_back(fs::absolute(candidate, ec).string() + (fs::is_directory(candidate, ec) ? " (a directory)" : ""));
     return false;
   };
   if (given.is_absolute()) {

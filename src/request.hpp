@@ -207,12 +207,12 @@ struct Request : std::enable_shared_from_this<Request> {
   // forget their accesses, and what reads there next would get data they never wrote. Made only for a
   // cancelled request: the others do not pay its size (a soak keeps 10^5 requests in flight).
   std::unique_ptr<std::vector<std::weak_ptr<Request>>> failures_behind;
-  // What an ended request no longer needs but would keep for as long as its failure waits to be
-  // reported: its tiles (a tile's buffers live while any request holds it, so a failed request on a
-  // tile whose handles were all dropped kept them until the next wait) and a task's captures. Taken
-  // under m, as its failure is recorded, once nothing on the device may still use them (Engine::finish);
-  // the caller destroys them after letting go of m, since a tile's last reference unmaps it and
-  // captures run user code as they go.
+  // What an ended request no longer needs but would keep for as long as something holds the request:
+  // its tiles (a tile's buffers live while any request holds it) and a task's captures. A failure
+  // waits to be reported, a done command to be settled in its queue's list (up to 16 of them, each
+  // holding a dropped 128 MB tile), a recording controller keeps every request. Taken under m as it
+  // ends, once nothing on the device may still use them (Engine::finish); the caller destroys them
+  // after letting go of m, since a tile's last reference unmaps it and captures run user code.
   struct Leftovers {
     std::vector<Access> accesses;
     std::vector<KernelArg> args;

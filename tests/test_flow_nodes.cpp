@@ -356,6 +356,49 @@ TEST_CASE("wait_for_all returns only after the device work of a graph that ends 
                       [](const RequestRecord& r) { return r.name == "copy: ended" && r.status == "done"; }) == N);
 }
 
+TEST_CASE("a plain TBB node that refills a reused tile says so with written_on_host: kernels read the new data") {
+  // The nodes know where a tile's latest contents are only from what they do themselves: a reused
+  // frame refilled in a function_node was read from the device's older copy (a user's video pipeline).
+  Controller c(test::options(Policy::async));
+  auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+  const std::size_t len = 1024;
+  auto frame = c.tile<float>(len, "frame");
+  for (bool say_so : {false, true}) {
+    CAPTURE(say_so);
+    int right = 0, wrong = 0;
+    graph g;
+    function_node<Item, Item> refill(g, serial, [&](Item it) {
+      test::fill(it.x, float(it.seq));
+      if (say_so) hf::written_on_host(it.x);
+      return it;
+    });
+    hf::kernel_node<Item> scale(
+        g, c, k, [&](const Item& it) { return hf::launch(Range(len), io(it.x), int(len), 2.0f); }, {.name = "scale"});
+    hf::to_host_node<Item> back(g, c, [](const Item& it) { return hf::touch(in(it.x)); });
+    function_node<Item, continue_msg> check(g, serial, [&](const Item& it) {
+      (test::all_equal(it.x, 2.0f * float(it.seq) + 1.0f) ? right : wrong)++;
+      return continue_msg{};
+    });
+    make_edge(refill, scale);
+    make_edge(scale, back);
+    make_edge(back, check);
+    for (int i = 1; i <= 5; ++i) {  // one at a time: the tile is reused
+      Item it;
+      it.seq = std::uint64_t(i);
+      it.x = frame;
+      refill.try_put(it);
+      g.wait_for_all();
+    }
+    if (say_so) {
+      CHECK(right == 5);
+      CHECK(wrong == 0);
+    } else {
+      CHECK(wrong > 0);  // why written_on_host exists: the first frame only moved once
+    }
+  }
+  c.wait_all();
+}
+
 TEST_CASE("a cancelled graph's wait_for_all returns, the controller settles, and the graph runs again after reset") {
   Controller c(test::options(Policy::async));
   auto kernel = c.kernel("hetflow_test.cl", "scale_in_place");
@@ -602,6 +645,27 @@ TEST_CASE("a loop node moves a body's constants to the device once for all its m
   std::size_t moves = 0;
   for (const auto& r : c.records()) moves += r.name == "move_to(a)";
   CHECK(moves == 1);
+}
+
+TEST_CASE("under sync with oneTBB limited to one thread, a loop node fails its message saying why, not hangs") {
+  // Under sync the loop runs inside the node's body; its CPU chunks had no thread and the graph hung.
+  Controller c(test::options(Policy::sync, 1));
+  auto mix = c.kernel("hetflow_test.cl", "mix_inputs");
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  graph g;
+  hf::loop_node<Step> balance(g, c, [&](const Step& s) { return mix_loop(s, mix, 1.0f); },
+                              {.scheduler = "static:0.5", .cpu_workers = 1}, {.name = "balance"});
+  std::string error;
+  function_node<Step> sink(g, serial, [&](const Step& s) { error = s.error; });
+  make_edge(balance, sink);
+  Step s;
+  s.x = c.tile<float>(1000, "x");
+  s.y = c.tile<float>(1000, "y");
+  std::fill(s.x.data(), s.x.data() + 1000, 1.0f);
+  balance.try_put(s);
+  g.wait_for_all();
+  CHECK(error.find("needs a second TBB thread") != std::string::npos);
+  c.wait_all();
 }
 
 TEST_CASE("a loop node runs one balanced loop per message, in order, on data a kernel node left on the device") {

@@ -131,6 +131,69 @@ TEST_CASE("under sync with one TBB worker, two kernel branches with implicit tra
   CHECK(wrong.load() == 0);
 }
 
+// A node's body blocked on its implicit transfers under sync: with oneTBB limited to one thread (no
+// worker at all), or two graphs on one controller each waited for from a thread of its own, the
+// pipeline hung (a user's program, 2026-11-27). Nodes no longer wait in their bodies.
+TEST_CASE("under sync, a pipeline with no TBB worker at all, and two graphs waited for from two threads, finish") {
+  Controller c(test::options(Policy::sync));
+  auto kernel = c.kernel("hetflow_test.cl", "scale_in_place");
+  const std::size_t len = 4096;
+  // One pipeline: host_node fill → kernel_node (implicit H2D) → host_node check (implicit D2H).
+  auto run = [&](int messages, std::atomic<int>& wrong, std::atomic<int>& ended) {
+    graph g;
+    input_node<Pair> source(g, [&, i = std::uint64_t{0}](tbb::flow_control& fc) mutable {
+      if (i == std::uint64_t(messages)) fc.stop();
+      Pair p;
+      p.seq = i++;
+      p.a = c.tile<float>(len, "a" + std::to_string(p.seq));
+      return p;
+    });
+    limiter_node<Pair> in_flight(g, 3);
+    hf::host_node<Pair> fill(
+        g, c, [](const Pair& p) { return hf::touch(out(p.a)); }, [](Pair& p) { test::fill(p.a, float(p.seq)); },
+        {.name = "fill"});
+    hf::kernel_node<Pair> scale(g, c, kernel,
+                                [&](const Pair& p) { return hf::launch(Range(len), io(p.a), int(len), 2.0f); },
+                                {.name = "scale"});
+    hf::host_node<Pair> check(
+        g, c, [](const Pair& p) { return hf::touch(in(p.a)); },
+        [&](Pair& p) {
+          if (!p.failed() && !test::all_equal(p.a, float(p.seq) * 2.0f + 1.0f)) ++wrong;
+          if (p.failed()) ++wrong;
+          ++ended;
+        },
+        {.name = "check"});
+    function_node<Pair, continue_msg> back(g, serial, [](const Pair&) { return continue_msg{}; });
+    make_edge(source, in_flight);
+    make_edge(in_flight, fill);
+    make_edge(fill, scale);
+    make_edge(scale, check);
+    make_edge(check, back);
+    make_edge(back, in_flight.decrementer());
+    source.activate();
+    g.wait_for_all();
+  };
+  {
+    Deadline deadline(std::chrono::seconds(120), "a sync pipeline with oneTBB limited to one thread");
+    tbb::global_control no_worker(tbb::global_control::max_allowed_parallelism, 1);
+    std::atomic<int> wrong{0}, ended{0};
+    run(40, wrong, ended);
+    CHECK(ended.load() == 40);
+    CHECK(wrong.load() == 0);
+  }
+  {
+    Deadline deadline(std::chrono::seconds(120), "two sync pipelines on one controller, waited for from two threads");
+    std::atomic<int> wrong{0}, ended{0};
+    std::thread first([&] { run(40, wrong, ended); });
+    std::thread second([&] { run(40, wrong, ended); });
+    first.join();
+    second.join();
+    CHECK(ended.load() == 80);
+    CHECK(wrong.load() == 0);
+  }
+  c.wait_all();
+}
+
 TEST_CASE("under sync with one TBB worker, the flow-graph Sobel finishes, bit-identical to the imperative one") {
   tbb::global_control one_worker(tbb::global_control::max_allowed_parallelism, 2);
   Controller c(test::options(Policy::sync));

@@ -85,6 +85,14 @@ TEST_CASE("a missing file names every path searched") {
     CHECK(msg.find("kernels_cl/no_such_kernels.cl") != std::string::npos);
   }
   ::unsetenv("HETFLOW_KERNEL_PATH");
+  // A directory of the name is found but is not a file: said so. An empty name is refused as such.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-a-directory.cl";
+  fs::create_directories(dir);
+  CHECK_THROWS_WITH_AS(f.cache.from_file(dir.string()), doctest::Contains(dir.string() + " (a directory)"),
+                       FileNotFoundError);
+  fs::remove_all(dir);
+  CHECK_THROWS_WITH_AS(f.cache.from_file(""), "kernel file: the name is empty", UsageError);
 }
 
 TEST_CASE("HETFLOW_KERNEL_PATH comes first on the search path") {

@@ -67,6 +67,9 @@ TEST_CASE("well-formed values are accepted, and options win over the environment
   CHECK(from_options.kernel_queues() == 2);
   o.kernel_queues = 0;
   CHECK_THROWS_WITH_AS(Controller{o}, "kernel_queues must be between 1 and 64, not 0", UsageError);
+  o.policy = Policy::sync;  // one queue under sync, but a bad value is still an error
+  o.kernel_queues = 65;
+  CHECK_THROWS_WITH_AS(Controller{o}, "kernel_queues must be between 1 and 64, not 65", UsageError);
 }
 
 TEST_CASE("ControllerOptions::queue_order needs no environment variable") {

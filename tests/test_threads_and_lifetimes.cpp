@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <tbb/global_control.h>
@@ -104,6 +105,70 @@ TEST_CASE("a tile whose handles are all dropped goes once its requests are done,
       c.wait(other);
       return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); });
     }));
+  }
+}
+
+TEST_CASE("a tile dropped after its wait goes at once, though its queue gets no more commands") {
+  // A done command stays in its queue's list until later ones settle it; it held its tiles there, so
+  // dropped 128 MB tiles waited (up to 16 of them) for commands that might never come.
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    ControllerOptions o;
+    o.policy = p;
+    Controller c(o);
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    std::vector<std::weak_ptr<detail::TileState>> dropped;
+    for (int i = 0; i < 6; ++i) {
+      auto t = c.tile<float>(1 << 16, "dropped");
+      test::fill(t, 1.0f);
+      c.move_to(t);
+      c.launch(k, Range(1 << 16), io(t), 1 << 16, 2.0f);
+      c.move_from(t);
+      c.wait(t);
+      dropped.push_back(t.shared_state());
+    }
+    CHECK(test::eventually(
+        [&] { return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); }); }));
+  }
+}
+
+TEST_CASE("free(t) on one thread while another submits on t: each request runs on the live tile or is refused") {
+  // The tile's checks ran before the submission lock: a request checked before free() and ordered
+  // after its release ran on released buffers (PoCL: a kernel wrote into freed memory, a transfer
+  // failed with CL_INVALID_MEM_OBJECT).
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    ControllerOptions o;
+    o.policy = p;
+    Controller c(o);
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    for (int round = 0; round < 60; ++round) {
+      auto t = c.tile<float>(4096, "raced");
+      test::fill(t, 0.0f);
+      std::atomic<bool> started{false};
+      std::string unexpected;
+      std::thread user([&, t] {
+        try {
+          for (;;) {
+            c.move_to(t);
+            started = true;
+            c.launch(k, Range(4096), io(t), 4096, 2.0f);
+            c.host_task(
+                "touches", [t] { t[0] += 1.0f; }, io(t));
+            c.move_from(t);
+          }
+        } catch (const UsageError& e) {
+          if (std::string(e.what()).find("used after free") == std::string::npos) unexpected = e.what();
+        } catch (const std::exception& e) {
+          unexpected = e.what();
+        }
+      });
+      while (!started) std::this_thread::yield();
+      c.free(t);
+      user.join();
+      CHECK(unexpected.empty());
+      CHECK_NOTHROW(c.wait_all());  // nothing accepted ran on released buffers and failed
+    }
   }
 }
 

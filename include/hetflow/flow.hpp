@@ -14,8 +14,8 @@
 //
 // Transfers follow from the roles: a kernel node moves to the device the tiles it reads whose latest
 // contents are on the host, a host node brings back those whose latest contents are on the device
-// (TileState::latest; whole tiles; requests made directly on the Controller do not update it, so a
-// tile a program moves itself should not also be left to the nodes). No thread blocks or spins while
+// (TileState::latest; whole tiles; requests made directly on the Controller and plain TBB nodes do
+// not update it: say what they wrote with written_on_host(t) / written_on_device(t)). No thread blocks or spins while
 // the device works: nodes are async_nodes that emit from completion hooks (Controller::on_ready), and
 // each message holds the graph's wait_for_all() until the requests made for it have ended.
 #include <tbb/flow_graph.h>
@@ -410,6 +410,19 @@ class host_node : public detail::async_node_base<Msg> {
              }) {}
 };
 
+// Code outside the nodes that rewrote a tile says so: a plain TBB node that fills a reused tile's host
+// image, or requests made on the Controller directly. The nodes track where each tile's latest
+// contents are only through what they do themselves; without this, the next kernel node reads the
+// device's older copy (no error: the data are just stale).
+template <class T>
+void written_on_host(const Tile<T>& t) {
+  t.shared_state()->latest.store(1);  // host
+}
+template <class T>
+void written_on_device(const Tile<T>& t) {
+  t.shared_state()->latest.store(2);  // device
+}
+
 // Passes each message on once the host images of roles(msg) hold its latest data: the hand-off to
 // plain TBB nodes (function_node, sinks), which may then read those images.
 template <class Msg>
@@ -434,7 +447,8 @@ class to_host_node : public host_node<Msg> {
 // arrival order. The tiles the body reads are brought back first where their latest contents are on
 // the device; the message goes on once every chunk has ended and its writes are in the host images
 // (those tiles are then host-latest). A chunk that failed marks the message failed (Message::error
-// names the chunk), as a throwing fn does. Under sync the loop runs inside the node's body.
+// names the chunk), as a throwing fn does. Under sync the loop runs inside the node's body, which
+// needs a second TBB thread for its CPU chunks (with one, the message fails saying so).
 // LoopBody::constants stay on the device from message to message while each message's body lists
 // the same ones (tiles and boxes); a body with other constants moves its own.
 // One device: the node's controller (a HeteroLoop takes several; a node would also have to keep the
