@@ -334,13 +334,15 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 namespace {
 thread_local RequestList* launch_collector = nullptr;
 thread_local RequestList* transfer_collector = nullptr;
+thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
 }  // namespace
 
-void Engine::collect_commands(RequestList* kernels, RequestList* transfers) {
+void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes) {
   launch_collector = kernels;
   transfer_collector = transfers;
+  launch_writes_collector = launch_writes;
 }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
@@ -363,6 +365,9 @@ void Engine::DeferredBlocking::wait() {
 
 void Engine::submit(RequestPtr r) {
   if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
+  if (launch_writes_collector && r->kind == Kind::kernel)
+    for (const auto& a : r->accesses)
+      if (a.writes()) launch_writes_collector->push_back(a);
   if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
   r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();

@@ -51,10 +51,43 @@ bool any_failed(const RequestList& commands) {
   return std::any_of(commands.begin(), commands.end(),
                      [](const RequestPtr& r) { return r->status.load(std::memory_order_acquire) == Status::failed; });
 }
+// The elements both boxes hold (empty where they do not overlap).
+Box common_part(const Box& a, const Box& b) {
+  Box c;
+  for (int d = 0; d < 3; ++d) {
+    const std::size_t lo = std::max(a.offset[d], b.offset[d]);
+    const std::size_t hi = std::min(a.offset[d] + a.size[d], b.offset[d] + b.size[d]);
+    c.offset[d] = lo;
+    c.size[d] = hi > lo ? hi - lo : 0;
+  }
+  return c;
+}
+// What of a device chunk's writes comes back to the host images: the parts its launches wrote. Its
+// writes may overlap other chunks' (the whole tile, say), and brought back whole they copied this
+// device's image of the others' regions, never written there, over the results the others' chunks
+// had put in the host images (a loop whose every chunk wrote out(y): thousands of elements wrong).
+// `launched`: the out()/io() accesses of its launches (CommandsOf).
+std::vector<Access> written_by_launches(const std::vector<Access>& writes, const std::vector<Access>& launched) {
+  std::vector<Access> back;
+  for (const auto& w : writes) {
+    if (w.tile->device_only) continue;
+    for (const auto& a : launched) {
+      if (a.tile != w.tile) continue;
+      const Box part = common_part(w.box, a.box);
+      if (part.empty() ||
+          std::any_of(back.begin(), back.end(), [&](const Access& b) { return b.tile == w.tile && b.box == part; }))
+        continue;
+      back.push_back(Access{w.tile, part, Role::in});
+    }
+  }
+  return back;
+}
 // The launches (and transfers, given a list) submitted on this thread while it lives.
 class CommandsOf {
  public:
-  CommandsOf(RequestList* kernels, RequestList* transfers) { Engine::collect_commands(kernels, transfers); }
+  CommandsOf(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes = nullptr) {
+    Engine::collect_commands(kernels, transfers, launch_writes);
+  }
   ~CommandsOf() { Engine::collect_commands(nullptr, nullptr); }
   CommandsOf(const CommandsOf&) = delete;
   CommandsOf& operator=(const CommandsOf&) = delete;
@@ -431,6 +464,7 @@ void LoopState::next_device(unsigned d) {
   if (!view) made_by.emplace(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
   auto kernels = std::make_shared<RequestList>();
+  std::vector<Access> launched;     // what its launches write
   bool kernels_hooked = false;      // its kernels' hook is submitted: it carries the token on
   std::function<void()> back_half;  // while the hook on its transfers back is being submitted
   try {
@@ -450,7 +484,7 @@ void LoopState::next_device(unsigned d) {
       constants_on_[d] = 1;  // any pending ones were among them
     }
     {
-      CommandsOf collecting(kernels.get(), nullptr);
+      CommandsOf collecting(kernels.get(), nullptr, &launched);
       std::optional<DeviceView::Scope> translating;
       if (view) translating.emplace(*view);
       body_.device(ctl, chunk);
@@ -466,18 +500,16 @@ void LoopState::next_device(unsigned d) {
     RequestList transfers_back;
     {
       CommandsOf collecting(nullptr, &transfers_back);
-      for (const auto& w : writes) {
-        if (w.tile->device_only) {  // no host image: the hook waits for the device image
-          back.push_back(device_image(Access{w.tile, w.box, Role::in}));
-          continue;
-        }
-        ctl.submit_transfer(false, Access{w.tile, w.box, Role::in});
-        back.push_back(Access{w.tile, w.box, Role::in});
+      for (const auto& w : writes)  // no host image: the hook waits for the device image
+        if (w.tile->device_only) back.push_back(device_image(Access{w.tile, w.box, Role::in}));
+      for (const auto& w : written_by_launches(writes, launched)) {
+        ctl.submit_transfer(false, w);
+        back.push_back(w);
       }
     }
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
-    if (transfers_back.empty()) {  // every write device-only: the kernels end the chunk
+    if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
       ctl.submit_hook(
           name,
           [this, d, chunk, t0, kernels](const Outcome& o) {
@@ -570,15 +602,15 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   RequestList kernels, transfers;
+  std::vector<Access> launched;  // what its launches write
   std::exception_ptr refusal;
   try {
     {
-      CommandsOf collecting(&kernels, nullptr);
+      CommandsOf collecting(&kernels, nullptr, &launched);
       body_.device(c_, chunk);
     }
     CommandsOf collecting(nullptr, &transfers);
-    for (const auto& w : writes)
-      if (!w.tile->device_only) c_.submit_transfer(false, Access{w.tile, w.box, Role::in});  // blocks (sync)
+    for (const auto& w : written_by_launches(writes, launched)) c_.submit_transfer(false, w);  // blocks (sync)
   } catch (...) {
     refusal = std::current_exception();
   }

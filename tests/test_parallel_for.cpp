@@ -531,6 +531,35 @@ TEST_CASE("a chunk refused at submission is a RequestFailed naming the chunk, ho
   }
 }
 
+// A chunk's writes may overlap other chunks' (the header: those chunks wait for each other). A device
+// chunk brought all of its writes back, and with every chunk writing out(y) its copy of the device's
+// image, never written outside the chunk's range, overwrote the CPU chunks' results.
+TEST_CASE("chunks whose writes overlap wait for each other, and a device chunk brings back only what it launched") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 20'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel fill = ones_kernel(c, "fill");
+    LoopBody body;
+    body.cpu = [&](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+    };
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    body.writes = [&](Chunk) { return std::vector<Access>{out(y)}; };
+    HeteroLoop loop(c, body, {.scheduler = "dynamic:500", .cpu_workers = 2});
+    for (int call = 0; call < 3; ++call) {
+      CAPTURE(call);
+      test::fill(y, 0);
+      const LoopReport report = loop(n);
+      CHECK(report.sides[0].iterations + report.sides[1].iterations == n);
+      CHECK(std::count(y.data(), y.data() + n, 1) == std::ptrdiff_t(n));
+    }
+  }
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;

@@ -87,8 +87,9 @@ struct LoopBody {
   // images, call HeteroLoop::constants_changed(). Not among a chunk's writes (UsageError).
   std::vector<Access> constants{};
   // What a chunk writes (out()/io() of tiles or regions): a CPU chunk's roles, and what comes
-  // back from the device after a device chunk. Chunks' regions must not overlap, or the
-  // chunks wait for each other.
+  // back from the device after a device chunk — the parts of it that the chunk's launches declare
+  // writing, nothing else. Chunks' regions may overlap (every chunk's the whole tile, say), and the
+  // chunks whose regions overlap then wait for each other: correct, but one at a time.
   std::function<std::vector<Access>(Chunk)> writes{};
 };
 
