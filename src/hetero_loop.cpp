@@ -495,6 +495,7 @@ void LoopState::next_device(unsigned d) {
                          "Controller& it was given for chunk " + range_text(chunk) +
                          "; launch there (the controller of " + view->side() +
                          "), with the home kernels and tiles, not on a controller it captured");
+      if (!view && kernels->empty()) refuse_no_launch(chunk);
     }
     std::vector<Access> back;
     RequestList transfers_back;
@@ -591,6 +592,12 @@ void LoopState::next_device(unsigned d) {
   }
 }
 
+void LoopState::refuse_no_launch(Chunk chunk) const {
+  // Its results would be neither computed nor brought back: the call would end as if they were.
+  throw UsageError("parallel_for: the device body submitted no launch for device chunk " + range_text(chunk) +
+                   "; a device chunk must launch its work on the Controller& it is given (LoopBody::device)");
+}
+
 void LoopState::device_chunk_synchronously(Chunk chunk) {
   // The calling thread is the token: a refused chunk stops the hand-out, and its next take stops it.
   std::vector<Access> writes;
@@ -608,6 +615,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     {
       CommandsOf collecting(&kernels, nullptr, &launched);
       body_.device(c_, chunk);
+      if (kernels.empty()) refuse_no_launch(chunk);
     }
     CommandsOf collecting(nullptr, &transfers);
     for (const auto& w : written_by_launches(writes, launched)) c_.submit_transfer(false, w);  // blocks (sync)

@@ -123,7 +123,9 @@ class LoopState {
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
   std::optional<std::pair<unsigned, RequestPtr>> command_to_watch() const;
   void device_chunk_synchronously(Chunk chunk);  // sync policy: from the calling thread
-  std::string side_text(int side) const;         // "cpu", "device", or "device 1 (NAME)" with several
+  // UsageError: the home device's body launched nothing for `chunk`.
+  [[noreturn]] void refuse_no_launch(Chunk chunk) const;
+  std::string side_text(int side) const;  // "cpu", "device", or "device 1 (NAME)" with several
 
   std::vector<Controller*> devices_;
   Controller& c_;                                   // the home controller, devices_[0]

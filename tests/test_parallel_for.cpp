@@ -560,6 +560,34 @@ TEST_CASE("chunks whose writes overlap wait for each other, and a device chunk b
   }
 }
 
+// The header refuses a device chunk that launches nothing; on the home device it was let through,
+// and its transfers back brought the device's untouched image over the results, no error.
+TEST_CASE("a device chunk that launches nothing is refused on the one device too, naming the chunk") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 1000;
+    auto y = c.tile<int>(n, "y");
+    LoopBody body;
+    body.cpu = [&](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+    };
+    body.device = [](Controller&, Chunk) {};
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    try {
+      parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 1});
+      FAIL("a device chunk that launched nothing was not refused");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.name.find("parallel_for device chunk [") == 0);
+      CHECK(chunk.cause.find("submitted no launch") != std::string::npos);
+      REQUIRE(chunk.exception);
+      CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+    }
+  }
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;

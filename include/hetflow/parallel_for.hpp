@@ -77,7 +77,8 @@ struct LoopBody {
   // disjoint ranges. Unset: the CPU takes no chunk.
   std::function<void(Chunk)> cpu{};
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
-  // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only.
+  // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only. A
+  // chunk whose body launches nothing on the controller it is given is refused (UsageError).
   std::function<void(Controller&, Chunk)> device{};
   // What every chunk reads: moved to the device once per call, before its first chunk.
   std::vector<Access> reads{};
