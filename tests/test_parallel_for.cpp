@@ -142,6 +142,40 @@ TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler"
   }
 }
 
+// A CPU loop of 2^56 iterations or more hung in the CPU's cost profile (its bin arithmetic wrapped).
+// The body only counts its chunks' iterations: no range that large could run.
+TEST_CASE("a loop with only a CPU body covers ranges up to the largest size_t") {
+  Controller c(test::options(Policy::async));
+  for (std::size_t n : {std::size_t(1) << 56, SIZE_MAX})
+    for (const char* scheduler : {"logfit", "hguided", "static:0.5", "dynamic:10000000000000000", "oracle"}) {
+      CAPTURE(n);
+      CAPTURE(scheduler);
+      std::mutex m;
+      std::vector<Chunk> chunks;
+      LoopBody body;
+      body.cpu = [&](Chunk ch) {
+        std::lock_guard lock(m);
+        chunks.push_back(ch);
+      };
+      body.writes = [](Chunk) { return std::vector<Access>{}; };
+      HeteroLoop loop(c, body, {.scheduler = scheduler, .cpu_workers = 2});
+      for (int step = 0; step < 2; ++step) {
+        chunks.clear();
+        const LoopReport report = loop(n);
+        CHECK(report.sides[0].iterations == n);
+        std::sort(chunks.begin(), chunks.end(), [](Chunk a, Chunk b) { return a.begin < b.begin; });
+        std::size_t next = 0;
+        bool contiguous = true;
+        for (const Chunk& ch : chunks) {
+          contiguous = contiguous && ch.begin == next && ch.end > ch.begin;
+          next = ch.end;
+        }
+        CHECK(contiguous);
+        CHECK(next == n);
+      }
+    }
+}
+
 TEST_CASE("Mandelbrot rows balanced across the CPU and the device equal the reference") {
   Controller c(test::options(Policy::async, 2));
   workloads::MandelbrotLoop m(c, {.width = 256, .height = 200, .max_iter = 256});

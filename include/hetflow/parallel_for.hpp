@@ -145,7 +145,7 @@ class HeteroLoop {
   HeteroLoop(const HeteroLoop&) = delete;
   HeteroLoop& operator=(const HeteroLoop&) = delete;
 
-  // Runs iterations [0, n) once each and returns when all have run and their writes are in the
+  // Runs iterations [0, n) once each, for any n, and returns when all have run and their writes are in the
   // host images. A chunk that failed (its body threw, its launch was refused, LoopBody::writes threw
   // for it, or it was cancelled) stops the hand-out; the call then throws RequestFailed naming it
   // (side and range), after every chunk already started has ended: its first failure is the chunk
