@@ -82,6 +82,12 @@ std::vector<Access> written_by_launches(const std::vector<Access>& writes, const
   }
   return back;
 }
+// What a device chunk's hook waits for besides its writes: the device images its launches wrote.
+// Every launch of its body is the chunk's, and one refused by the driver on a scratch tile outside
+// its writes went unnoticed by the call (its failure came out of the next wait_all).
+void add_launched_images(const std::vector<Access>& launched, std::vector<Access>& to) {
+  for (const auto& a : launched) to.push_back(device_image(Access{a.tile, a.box, Role::in}));
+}
 // The launches (and transfers, given a list) submitted on this thread while it lives.
 class CommandsOf {
  public:
@@ -295,6 +301,11 @@ void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses)
   for (const auto& a : accesses) tiles_[device].insert(a.tile);
 }
 
+void LoopState::note_launched(unsigned device, const std::vector<Access>& launched) {
+  std::lock_guard lock(m_);
+  note_tiles(device, launched);
+}
+
 std::exception_ptr LoopState::chunk_writes(Chunk chunk, std::vector<Access>& to) const {
   try {
     for (auto& w : body_.writes(chunk)) to.push_back(std::move(w));
@@ -497,6 +508,7 @@ void LoopState::next_device(unsigned d) {
                          "), with the home kernels and tiles, not on a controller it captured");
       if (!view && kernels->empty()) refuse_no_launch(chunk);
     }
+    note_launched(d, launched);
     std::vector<Access> back;
     RequestList transfers_back;
     {
@@ -511,6 +523,7 @@ void LoopState::next_device(unsigned d) {
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
     if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
+      add_launched_images(launched, back);
       ctl.submit_hook(
           name,
           [this, d, chunk, t0, kernels](const Outcome& o) {
@@ -543,6 +556,7 @@ void LoopState::next_device(unsigned d) {
       };
       std::vector<Access> computed;
       for (const auto& w : writes) computed.push_back(device_image(Access{w.tile, w.box, Role::in}));
+      add_launched_images(launched, computed);
       ctl.submit_hook(
           name + " kernels",
           [this, d, chunk, t0, kernels, halves, half_done](const Outcome& o) {
@@ -580,6 +594,7 @@ void LoopState::next_device(unsigned d) {
       engine_of(ctl).expect_end(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                          std::chrono::duration<double>(per_iteration * double(chunk.size()))));
   } catch (...) {
+    note_launched(d, launched);
     if (kernels_hooked) {
       // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
       // `kernels` is the hook's now (it clears them): whether one of them failed, it says itself.
@@ -622,6 +637,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   } catch (...) {
     refusal = std::current_exception();
   }
+  note_launched(0, launched);
   std::string failure;
   bool own = true;
   if (refusal) {

@@ -113,6 +113,9 @@ class LoopState {
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
+  // The tiles a device chunk's launches wrote, whatever its writes say (a scratch tile): the call
+  // waits on them at its end, so it reports their failures, not the next wait_all().
+  void note_launched(unsigned device, const std::vector<Access>& launched);
   // Appends body_.writes(chunk) to `to`; what it threw, if it did. Such a chunk is refused, and not
   // the hook that asked for it: the chunk taken, never ended, held the call for ever.
   std::exception_ptr chunk_writes(Chunk chunk, std::vector<Access>& to) const;

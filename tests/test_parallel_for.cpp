@@ -622,6 +622,47 @@ TEST_CASE("a device chunk that launches nothing is refused on the one device too
   }
 }
 
+// Every launch of a device body is its chunk's: one the driver refused on a scratch tile outside the
+// chunk's writes let the call return as if all went well, and its failure came out of the next
+// wait_all().
+TEST_CASE("a device chunk whose body's scratch launch the driver refuses fails the call, naming the chunk") {
+  for (Policy policy : {Policy::async, Policy::sync})
+    for (bool with_cpu : {false, true}) {
+      CAPTURE(policy);
+      CAPTURE(with_cpu);
+      Controller c(test::options(policy));
+      constexpr std::size_t n = 10'000;
+      auto y = c.tile<int>(n, "y");
+      auto scratch = c.device_tile<int>(64, "scratch");
+      Kernel fill = ones_kernel(c, "fill");
+      // A work-group size the launch below does not give: the driver refuses it at enqueue.
+      Kernel strict = c.kernel_from_source(
+          "kernel __attribute__((reqd_work_group_size(64, 1, 1))) void strict(global int* s) { s[get_global_id(0)] = "
+          "1; }",
+          "strict");
+      LoopBody body;
+      body.device = [&](Controller& ctl, Chunk ch) {
+        ctl.launch(strict, Range(64).local(32), out(scratch));
+        ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+      };
+      if (with_cpu)
+        body.cpu = [&](Chunk ch) {
+          for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+        };
+      body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+      try {
+        parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 1});
+        FAIL("the refused launch was not reported by the call");
+      } catch (const RequestFailed& e) {
+        REQUIRE(!e.failures().empty());
+        CHECK(e.failures()[0].kind == "chunk");
+        CHECK(e.failures()[0].name.find("parallel_for device chunk [") == 0);
+        CHECK(std::string(e.what()).find("'strict'") != std::string::npos);
+      }
+      CHECK_NOTHROW(c.wait_all());  // reported once, by the call
+    }
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;

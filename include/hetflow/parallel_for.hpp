@@ -147,7 +147,8 @@ class HeteroLoop {
 
   // Runs iterations [0, n) once each, for any n, and returns when all have run and their writes are in the
   // host images. A chunk that failed (its body threw, its launch was refused, LoopBody::writes threw
-  // for it, or it was cancelled) stops the hand-out; the call then throws RequestFailed naming it
+  // for it, or it was cancelled; every launch of its body is the chunk's, a scratch kernel's
+  // too) stops the hand-out; the call then throws RequestFailed naming it
   // (side and range), after every chunk already started has ended: its first failure is the chunk
   // (kind "chunk"; for a refused one `exception` holds what the submission or writes threw, a
   // UsageError say), the one whose own work failed rather than one that waited on it, then the failed
