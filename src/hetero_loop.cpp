@@ -82,6 +82,18 @@ std::vector<Access> written_by_launches(const std::vector<Access>& writes, const
   }
   return back;
 }
+// Why a chunk failed, where one of its own commands did: that command and the driver's reason. A
+// hook is told only "request #2 'sq64' that it depends on failed", the words that a chunk cancelled
+// by another's failure gets, where the chunk named should say that its own work failed.
+std::string failure_of(const RequestList& commands, const std::string& otherwise) {
+  for (const auto& r : commands)
+    if (r->status.load(std::memory_order_acquire) == Status::failed) {
+      std::lock_guard lock(r->m);
+      return std::string("its ") + to_string(r->kind) + " '" + r->name + "' (request #" + std::to_string(r->id) +
+             ") failed: " + r->error;
+    }
+  return otherwise;
+}
 // What a device chunk's hook waits for besides its writes: the device images its launches wrote.
 // Every launch of its body is the chunk's, and one refused by the driver on a scratch tile outside
 // its writes went unnoticed by the call (its failure came out of the next wait_all).
@@ -530,8 +542,9 @@ void LoopState::next_device(unsigned d) {
             const double round_trip = seconds_since(t0);
             const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
             const bool own = any_failed(*kernels);
+            const std::string failure = o.ok() ? std::string() : failure_of(*kernels, o.error);
             kernels->clear();  // their events and arguments go now, not with the hook
-            chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip, nullptr, own);
+            chunk_ended(int(d), chunk, seconds, failure, round_trip, nullptr, own);
             next_device(d);
           },
           std::move(back));
@@ -563,11 +576,12 @@ void LoopState::next_device(unsigned d) {
             const double round_trip = seconds_since(t0);
             halves->seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
             const bool own = any_failed(*kernels);
+            const std::string failure = o.ok() ? std::string() : failure_of(*kernels, o.error);
             kernels->clear();
             if (o.ok())
               chunk_measured(int(d), chunk, halves->seconds, round_trip);
             else
-              chunk_failed(int(d), chunk, o.error, nullptr, own);
+              chunk_failed(int(d), chunk, failure, nullptr, own);
             next_device(d);
             half_done();
           },
@@ -581,8 +595,8 @@ void LoopState::next_device(unsigned d) {
             // How long its results took to come back, by profiling (0: not profiled).
             halves->back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
             halves->own = any_failed(*transfers);
+            if (!o.ok()) halves->failure = failure_of(*transfers, o.error);
             transfers->clear();
-            if (!o.ok()) halves->failure = o.error;
             half_done();
           },
           std::move(back));
@@ -652,7 +666,8 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     for (const auto* commands : {&kernels, &transfers})
       for (const auto& r : *commands) {
         const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;
-        if (failure.empty() && status != Status::done) failure = dependency_cause(*r, status);
+        if (failure.empty() && status != Status::done)
+          failure = status == Status::failed ? failure_of({r}, "") : dependency_cause(*r, status);
       }
     own = any_failed(kernels) || any_failed(transfers);
   }

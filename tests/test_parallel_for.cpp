@@ -663,6 +663,38 @@ TEST_CASE("a device chunk whose body's scratch launch the driver refuses fails t
     }
 }
 
+// The chunk named first is the one whose own work failed, and its cause said so in the words of a
+// chunk cancelled by another's failure: "request #2 'strict' that it depends on failed".
+TEST_CASE("a device chunk whose own kernel the driver refuses is named with that kernel and the driver's reason") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 10'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel strict = c.kernel_from_source(
+        "kernel __attribute__((reqd_work_group_size(64, 1, 1))) void strict(global int* y, ulong end) {"
+        " size_t i = get_global_id(0); if (i < end) y[i] = 1; }",
+        "strict");
+    LoopBody body;
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(strict, Range((ch.size() + 31) / 32 * 32).offset(ch.begin).local(32), out(y.region(span_of(ch))),
+                 cl_ulong(ch.end));
+    };
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    try {
+      parallel_for(c, n, body, {.scheduler = "dynamic:1000"});
+      FAIL("the refused kernel was not reported");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.name == "parallel_for device chunk [0, 1000)");
+      CHECK(chunk.cause.find("its kernel 'strict' (request #") == 0);
+      CHECK(chunk.cause.find("CL_INVALID_WORK_GROUP_SIZE") != std::string::npos);
+      CHECK(chunk.cause.find("that it depends on") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;

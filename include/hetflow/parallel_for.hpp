@@ -151,7 +151,8 @@ class HeteroLoop {
   // too) stops the hand-out; the call then throws RequestFailed naming it
   // (side and range), after every chunk already started has ended: its first failure is the chunk
   // (kind "chunk"; for a refused one `exception` holds what the submission or writes threw, a
-  // UsageError say), the one whose own work failed rather than one that waited on it, then the failed
+  // UsageError say; for one whose own command failed its cause names that command and the
+  // driver's reason), the one whose own work failed rather than one that waited on it, then the failed
   // requests on the loop's tiles, earlier ones included, each reported once. Not from inside a host
   // task or hook of the same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
   // threads).
