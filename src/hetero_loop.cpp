@@ -264,6 +264,18 @@ void LoopState::check_constants(std::size_t n) const {
                          "cannot be written (give it in LoopBody::reads)");
 }
 
+void LoopState::check_host_reads() const {
+  // Over several devices prepare_further_devices refuses every device-only read, CPU body or not.
+  if (!body_.cpu || devices_.size() > 1) return;
+  for (const auto* list : {&body_.reads, &body_.constants})
+    for (const auto& a : *list)
+      if (a.tile->device_only)
+        throw UsageError("parallel_for: tile '" + a.tile->name +
+                         "' is in LoopBody::" + (list == &body_.reads ? "reads" : "constants") +
+                         " but is device-only: CPU chunks read the host images, and it has none (leave it out; "
+                         "the device body's launches use it as it is)");
+}
+
 bool LoopState::take(int side, Chunk& chunk) {
   const bool cpu = side < 0;
   const std::size_t remaining = n_ - next_;
@@ -679,6 +691,7 @@ void LoopState::begin(std::size_t n) {
   auto& engine = engine_of(c_);
   Engine::FlowNodeScope made_by(flow_node_);
   check_constants(n);
+  check_host_reads();
   started_ = std::chrono::steady_clock::now();
   scheduler_->restart(n, last_call_seconds_, bool(body_.cpu), bool(body_.device));
   {

@@ -82,6 +82,10 @@ class LoopState {
   void move_constants_home();
   // UsageError if a chunk of [0, n) writes a tile of LoopBody::constants.
   void check_constants(std::size_t n) const;
+  // UsageError for a device-only tile in LoopBody::reads or constants of a loop with a CPU body (one
+  // device; over several, prepare_further_devices refuses them): its refusal came from a CPU chunk's
+  // hook, in the words of an internal on_ready hook, once the device's chunks had run.
+  void check_host_reads() const;
   Ended end_of_call();  // once every chunk has ended
   void next_cpu();
   void next_device(unsigned d);

@@ -695,6 +695,37 @@ TEST_CASE("a device chunk whose own kernel the driver refuses is named with that
   }
 }
 
+// A device-only tile has no host image for CPU chunks to read: with one device its refusal came from
+// a CPU chunk's hook, in the words of an internal on_ready hook, after the device's chunks had run.
+TEST_CASE("a device-only tile in a loop's reads or constants is refused at the call when the loop has a CPU body") {
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t n = 1000;
+  auto y = c.tile<int>(n, "y");
+  auto scratch = c.device_tile<int>(n, "scratch");
+  Kernel fill = ones_kernel(c, "fill");
+  LoopBody body;
+  body.cpu = [&](Chunk ch) {
+    for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+  };
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  LoopBody reads = body, constants = body;
+  reads.reads = {in(scratch)};
+  constants.constants = {in(scratch)};
+  CHECK_THROWS_WITH_AS(parallel_for(c, n, reads, {.scheduler = "static:0.5"}),
+                       doctest::Contains("tile 'scratch' is in LoopBody::reads but is device-only"), UsageError);
+  CHECK_THROWS_WITH_AS(parallel_for(c, n, constants, {.scheduler = "static:0.5"}),
+                       doctest::Contains("tile 'scratch' is in LoopBody::constants but is device-only"), UsageError);
+  // Without a CPU body the device's launches use it as it is.
+  reads.cpu = nullptr;
+  test::fill(y, 0);
+  parallel_for(c, n, reads, {.scheduler = "static:0.5"});
+  CHECK(std::count(y.data(), y.data() + n, 1) == std::ptrdiff_t(n));
+  CHECK_NOTHROW(c.wait_all());
+}
+
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {
   ControllerOptions options = test::options(Policy::async);
   options.record = true;

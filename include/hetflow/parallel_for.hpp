@@ -80,7 +80,9 @@ struct LoopBody {
   // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only. A
   // chunk whose body launches nothing on the controller it is given is refused (UsageError).
   std::function<void(Controller&, Chunk)> device{};
-  // What every chunk reads: moved to the device once per call, before its first chunk.
+  // What every chunk reads: moved to the device once per call, before its first chunk. A
+  // device-only tile here or in `constants` is refused at the call (UsageError) where there is a
+  // CPU body (CPU chunks read host images) or several devices.
   std::vector<Access> reads{};
   // What every chunk reads and no call changes (the matrix an iterative solver multiplies by):
   // moved to a device once, before its first chunk of the loop, and kept there over the calls — as
