@@ -338,13 +338,15 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 namespace {
 thread_local RequestList* launch_collector = nullptr;
 thread_local RequestList* transfer_collector = nullptr;
+thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
 }  // namespace
 
-void Engine::collect_commands(RequestList* kernels, RequestList* transfers) {
+void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes) {
   launch_collector = kernels;
   transfer_collector = transfers;
+  launch_writes_collector = launch_writes;
 }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
@@ -374,6 +376,13 @@ void Engine::submit(RequestPtr r) {
   {
     std::lock_guard lock(submit_mutex_);
     refuse_freed_tiles(*r);
+    // Only requests that were taken (a chunk's body waits for what it collected), and before the
+    // dispatch, after which r may end and let go of its accesses (Request::take_leftovers).
+    if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
+    if (launch_writes_collector && r->kind == Kind::kernel)
+      for (const auto& a : r->accesses)
+        if (a.writes()) launch_writes_collector->push_back(a);
+    if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
     r->id = next_id_++;
     if (r->kind == Kind::kernel) r->lane = next_kernel_lane();  // round robin, in program order
     if (recording) {
@@ -394,9 +403,6 @@ void Engine::submit(RequestPtr r) {
       dispatcher_.try_put(r);
     }
   }
-  // Only requests that were taken: a chunk's body waits for what it collected.
-  if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
-  if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
   if (blocks && deferred_blocking) {
     deferred_blocking->push_back(std::move(r));
     return;

@@ -65,8 +65,11 @@ class Engine {
   // While set on a thread, the kernel launches it submits are also appended to `kernels`, and its
   // transfers to `transfers` (either may be null): how a loop learns which commands a device chunk's
   // body launched, to time them by profiling, and which commands end the chunk, for its calling thread
-  // to watch (src/hetero_loop.cpp).
-  static void collect_commands(RequestList* kernels, RequestList* transfers);
+  // to watch (src/hetero_loop.cpp). `launch_writes`, where given, gets the out()/io() accesses of
+  // those launches as they are submitted: a request's own accesses go with its failure
+  // (Request::take_leftovers), which may come before its submitter looks.
+  static void collect_commands(RequestList* kernels, RequestList* transfers,
+                               std::vector<Access>* launch_writes = nullptr);
   // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
   // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at
   // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns

@@ -51,10 +51,61 @@ bool any_failed(const RequestList& commands) {
   return std::any_of(commands.begin(), commands.end(),
                      [](const RequestPtr& r) { return r->status.load(std::memory_order_acquire) == Status::failed; });
 }
+// The elements both boxes hold (empty where they do not overlap).
+Box common_part(const Box& a, const Box& b) {
+  Box c;
+  for (int d = 0; d < 3; ++d) {
+    const std::size_t lo = std::max(a.offset[d], b.offset[d]);
+    const std::size_t hi = std::min(a.offset[d] + a.size[d], b.offset[d] + b.size[d]);
+    c.offset[d] = lo;
+    c.size[d] = hi > lo ? hi - lo : 0;
+  }
+  return c;
+}
+// What of a device chunk's writes comes back to the host images: the parts its launches wrote. Its
+// writes may overlap other chunks' (the whole tile, say), and brought back whole they copied this
+// device's image of the others' regions, never written there, over the results the others' chunks
+// had put in the host images (a loop whose every chunk wrote out(y): thousands of elements wrong).
+// `launched`: the out()/io() accesses of its launches (CommandsOf).
+std::vector<Access> written_by_launches(const std::vector<Access>& writes, const std::vector<Access>& launched) {
+  std::vector<Access> back;
+  for (const auto& w : writes) {
+    if (w.tile->device_only) continue;
+    for (const auto& a : launched) {
+      if (a.tile != w.tile) continue;
+      const Box part = common_part(w.box, a.box);
+      if (part.empty() ||
+          std::any_of(back.begin(), back.end(), [&](const Access& b) { return b.tile == w.tile && b.box == part; }))
+        continue;
+      back.push_back(Access{w.tile, part, Role::in});
+    }
+  }
+  return back;
+}
+// Why a chunk failed, where one of its own commands did: that command and the driver's reason. A
+// hook is told only "request #2 'sq64' that it depends on failed", the words that a chunk cancelled
+// by another's failure gets, where the chunk named should say that its own work failed.
+std::string failure_of(const RequestList& commands, const std::string& otherwise) {
+  for (const auto& r : commands)
+    if (r->status.load(std::memory_order_acquire) == Status::failed) {
+      std::lock_guard lock(r->m);
+      return std::string("its ") + to_string(r->kind) + " '" + r->name + "' (request #" + std::to_string(r->id) +
+             ") failed: " + r->error;
+    }
+  return otherwise;
+}
+// What a device chunk's hook waits for besides its writes: the device images its launches wrote.
+// Every launch of its body is the chunk's, and one refused by the driver on a scratch tile outside
+// its writes went unnoticed by the call (its failure came out of the next wait_all).
+void add_launched_images(const std::vector<Access>& launched, std::vector<Access>& to) {
+  for (const auto& a : launched) to.push_back(device_image(Access{a.tile, a.box, Role::in}));
+}
 // The launches (and transfers, given a list) submitted on this thread while it lives.
 class CommandsOf {
  public:
-  CommandsOf(RequestList* kernels, RequestList* transfers) { Engine::collect_commands(kernels, transfers); }
+  CommandsOf(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes = nullptr) {
+    Engine::collect_commands(kernels, transfers, launch_writes);
+  }
   ~CommandsOf() { Engine::collect_commands(nullptr, nullptr); }
   CommandsOf(const CommandsOf&) = delete;
   CommandsOf& operator=(const CommandsOf&) = delete;
@@ -213,6 +264,18 @@ void LoopState::check_constants(std::size_t n) const {
                          "cannot be written (give it in LoopBody::reads)");
 }
 
+void LoopState::check_host_reads() const {
+  // Over several devices prepare_further_devices refuses every device-only read, CPU body or not.
+  if (!body_.cpu || devices_.size() > 1) return;
+  for (const auto* list : {&body_.reads, &body_.constants})
+    for (const auto& a : *list)
+      if (a.tile->device_only)
+        throw UsageError("parallel_for: tile '" + a.tile->name +
+                         "' is in LoopBody::" + (list == &body_.reads ? "reads" : "constants") +
+                         " but is device-only: CPU chunks read the host images, and it has none (leave it out; "
+                         "the device body's launches use it as it is)");
+}
+
 bool LoopState::take(int side, Chunk& chunk) {
   const bool cpu = side < 0;
   const std::size_t remaining = n_ - next_;
@@ -260,6 +323,11 @@ std::optional<std::pair<unsigned, RequestPtr>> LoopState::command_to_watch() con
 
 void LoopState::note_tiles(unsigned device, const std::vector<Access>& accesses) {
   for (const auto& a : accesses) tiles_[device].insert(a.tile);
+}
+
+void LoopState::note_launched(unsigned device, const std::vector<Access>& launched) {
+  std::lock_guard lock(m_);
+  note_tiles(device, launched);
 }
 
 std::exception_ptr LoopState::chunk_writes(Chunk chunk, std::vector<Access>& to) const {
@@ -431,6 +499,7 @@ void LoopState::next_device(unsigned d) {
   if (!view) made_by.emplace(flow_node_);
   const auto t0 = std::chrono::steady_clock::now();
   auto kernels = std::make_shared<RequestList>();
+  std::vector<Access> launched;     // what its launches write
   bool kernels_hooked = false;      // its kernels' hook is submitted: it carries the token on
   std::function<void()> back_half;  // while the hook on its transfers back is being submitted
   try {
@@ -450,7 +519,7 @@ void LoopState::next_device(unsigned d) {
       constants_on_[d] = 1;  // any pending ones were among them
     }
     {
-      CommandsOf collecting(kernels.get(), nullptr);
+      CommandsOf collecting(kernels.get(), nullptr, &launched);
       std::optional<DeviceView::Scope> translating;
       if (view) translating.emplace(*view);
       body_.device(ctl, chunk);
@@ -461,31 +530,33 @@ void LoopState::next_device(unsigned d) {
                          "Controller& it was given for chunk " + range_text(chunk) +
                          "; launch there (the controller of " + view->side() +
                          "), with the home kernels and tiles, not on a controller it captured");
+      if (!view && kernels->empty()) refuse_no_launch(chunk);
     }
+    note_launched(d, launched);
     std::vector<Access> back;
     RequestList transfers_back;
     {
       CommandsOf collecting(nullptr, &transfers_back);
-      for (const auto& w : writes) {
-        if (w.tile->device_only) {  // no host image: the hook waits for the device image
-          back.push_back(device_image(Access{w.tile, w.box, Role::in}));
-          continue;
-        }
-        ctl.submit_transfer(false, Access{w.tile, w.box, Role::in});
-        back.push_back(Access{w.tile, w.box, Role::in});
+      for (const auto& w : writes)  // no host image: the hook waits for the device image
+        if (w.tile->device_only) back.push_back(device_image(Access{w.tile, w.box, Role::in}));
+      for (const auto& w : written_by_launches(writes, launched)) {
+        ctl.submit_transfer(false, w);
+        back.push_back(w);
       }
     }
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
-    if (transfers_back.empty()) {  // every write device-only: the kernels end the chunk
+    if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
+      add_launched_images(launched, back);
       ctl.submit_hook(
           name,
           [this, d, chunk, t0, kernels](const Outcome& o) {
             const double round_trip = seconds_since(t0);
             const double seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
             const bool own = any_failed(*kernels);
+            const std::string failure = o.ok() ? std::string() : failure_of(*kernels, o.error);
             kernels->clear();  // their events and arguments go now, not with the hook
-            chunk_ended(int(d), chunk, seconds, o.ok() ? std::string() : o.error, round_trip, nullptr, own);
+            chunk_ended(int(d), chunk, seconds, failure, round_trip, nullptr, own);
             next_device(d);
           },
           std::move(back));
@@ -510,17 +581,19 @@ void LoopState::next_device(unsigned d) {
       };
       std::vector<Access> computed;
       for (const auto& w : writes) computed.push_back(device_image(Access{w.tile, w.box, Role::in}));
+      add_launched_images(launched, computed);
       ctl.submit_hook(
           name + " kernels",
           [this, d, chunk, t0, kernels, halves, half_done](const Outcome& o) {
             const double round_trip = seconds_since(t0);
             halves->seconds = device_seconds(engine_of(*devices_[d]), *kernels, round_trip);
             const bool own = any_failed(*kernels);
+            const std::string failure = o.ok() ? std::string() : failure_of(*kernels, o.error);
             kernels->clear();
             if (o.ok())
               chunk_measured(int(d), chunk, halves->seconds, round_trip);
             else
-              chunk_failed(int(d), chunk, o.error, nullptr, own);
+              chunk_failed(int(d), chunk, failure, nullptr, own);
             next_device(d);
             half_done();
           },
@@ -534,8 +607,8 @@ void LoopState::next_device(unsigned d) {
             // How long its results took to come back, by profiling (0: not profiled).
             halves->back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
             halves->own = any_failed(*transfers);
+            if (!o.ok()) halves->failure = failure_of(*transfers, o.error);
             transfers->clear();
-            if (!o.ok()) halves->failure = o.error;
             half_done();
           },
           std::move(back));
@@ -547,6 +620,7 @@ void LoopState::next_device(unsigned d) {
       engine_of(ctl).expect_end(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                          std::chrono::duration<double>(per_iteration * double(chunk.size()))));
   } catch (...) {
+    note_launched(d, launched);
     if (kernels_hooked) {
       // The kernels' hook goes on with the token; the chunk ends here, refused, as its other half.
       // `kernels` is the hook's now (it clears them): whether one of them failed, it says itself.
@@ -557,6 +631,12 @@ void LoopState::next_device(unsigned d) {
     }
     refused(int(d), chunk, std::current_exception(), "", any_failed(*kernels));
   }
+}
+
+void LoopState::refuse_no_launch(Chunk chunk) const {
+  // Its results would be neither computed nor brought back: the call would end as if they were.
+  throw UsageError("parallel_for: the device body submitted no launch for device chunk " + range_text(chunk) +
+                   "; a device chunk must launch its work on the Controller& it is given (LoopBody::device)");
 }
 
 void LoopState::device_chunk_synchronously(Chunk chunk) {
@@ -570,18 +650,20 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   RequestList kernels, transfers;
+  std::vector<Access> launched;  // what its launches write
   std::exception_ptr refusal;
   try {
     {
-      CommandsOf collecting(&kernels, nullptr);
+      CommandsOf collecting(&kernels, nullptr, &launched);
       body_.device(c_, chunk);
+      if (kernels.empty()) refuse_no_launch(chunk);
     }
     CommandsOf collecting(nullptr, &transfers);
-    for (const auto& w : writes)
-      if (!w.tile->device_only) c_.submit_transfer(false, Access{w.tile, w.box, Role::in});  // blocks (sync)
+    for (const auto& w : written_by_launches(writes, launched)) c_.submit_transfer(false, w);  // blocks (sync)
   } catch (...) {
     refusal = std::current_exception();
   }
+  note_launched(0, launched);
   std::string failure;
   bool own = true;
   if (refusal) {
@@ -596,7 +678,8 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     for (const auto* commands : {&kernels, &transfers})
       for (const auto& r : *commands) {
         const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;
-        if (failure.empty() && status != Status::done) failure = dependency_cause(*r, status);
+        if (failure.empty() && status != Status::done)
+          failure = status == Status::failed ? failure_of({r}, "") : dependency_cause(*r, status);
       }
     own = any_failed(kernels) || any_failed(transfers);
   }
@@ -608,6 +691,7 @@ void LoopState::begin(std::size_t n) {
   auto& engine = engine_of(c_);
   Engine::FlowNodeScope made_by(flow_node_);
   check_constants(n);
+  check_host_reads();
   started_ = std::chrono::steady_clock::now();
   scheduler_->restart(n, last_call_seconds_, bool(body_.cpu), bool(body_.device));
   {

@@ -82,6 +82,10 @@ class LoopState {
   void move_constants_home();
   // UsageError if a chunk of [0, n) writes a tile of LoopBody::constants.
   void check_constants(std::size_t n) const;
+  // UsageError for a device-only tile in LoopBody::reads or constants of a loop with a CPU body (one
+  // device; over several, prepare_further_devices refuses them): its refusal came from a CPU chunk's
+  // hook, in the words of an internal on_ready hook, once the device's chunks had run.
+  void check_host_reads() const;
   Ended end_of_call();  // once every chunk has ended
   void next_cpu();
   void next_device(unsigned d);
@@ -113,6 +117,9 @@ class LoopState {
   // Under m_ (released here): if every chunk has ended, wakes run() or calls start()'s `done`.
   void notify_if_ended(std::unique_lock<std::mutex>& lock);
   void note_tiles(unsigned device, const std::vector<Access>& accesses);  // under m_
+  // The tiles a device chunk's launches wrote, whatever its writes say (a scratch tile): the call
+  // waits on them at its end, so it reports their failures, not the next wait_all().
+  void note_launched(unsigned device, const std::vector<Access>& launched);
   // Appends body_.writes(chunk) to `to`; what it threw, if it did. Such a chunk is refused, and not
   // the hook that asked for it: the chunk taken, never ended, held the call for ever.
   std::exception_ptr chunk_writes(Chunk chunk, std::vector<Access>& to) const;
@@ -123,7 +130,9 @@ class LoopState {
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
   std::optional<std::pair<unsigned, RequestPtr>> command_to_watch() const;
   void device_chunk_synchronously(Chunk chunk);  // sync policy: from the calling thread
-  std::string side_text(int side) const;         // "cpu", "device", or "device 1 (NAME)" with several
+  // UsageError: the home device's body launched nothing for `chunk`.
+  [[noreturn]] void refuse_no_launch(Chunk chunk) const;
+  std::string side_text(int side) const;  // "cpu", "device", or "device 1 (NAME)" with several
 
   std::vector<Controller*> devices_;
   Controller& c_;                                   // the home controller, devices_[0]

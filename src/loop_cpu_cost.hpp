@@ -16,6 +16,7 @@
 // the CPU's share of a call is the range's tail (the devices take theirs from the front), so what it
 // knows grows from the end towards the front, a few bins a call as the doubling lets it. Older calls
 // weigh half as much at each new call, so the profile follows a loop whose costs drift.
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -48,8 +49,11 @@ class CpuCostProfile {
 
  private:
   static constexpr std::size_t kBins = 256;
-  std::size_t bin_of(std::size_t i) const { return n_ ? std::min(kBins - 1, i * kBins / n_) : 0; }
-  std::size_t bin_begin(std::size_t b) const { return (b * n_ + kBins - 1) / kBins; }
+  // In 128 bits: i * kBins and b * n_ overflow a size_t from n = 2^56, and record() then never got
+  // past a bin whose next edge wrapped below it (a CPU loop over 2^56 iterations spun for ever).
+  __extension__ using Wide = unsigned __int128;
+  std::size_t bin_of(std::size_t i) const { return n_ ? std::min(kBins - 1, std::size_t(Wide(i) * kBins / n_)) : 0; }
+  std::size_t bin_begin(std::size_t b) const { return std::size_t((Wide(b) * n_ + kBins - 1) / kBins); }
   double cost(std::size_t b) const { return priced().cost[b]; }  // predicted seconds per iteration in bin b
   double measured_cost(std::size_t b) const;                     // of a covered bin
   struct Prices {

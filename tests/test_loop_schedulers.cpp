@@ -368,6 +368,24 @@ TEST_CASE("the CPU's cost is learned by where in the range it was paid") {
   CHECK(q.seconds(900'000, 1000) == doctest::Approx(2e-3).epsilon(0.01));
 }
 
+// Its bins' edges were i * 256 / n and b * n / 256 in a size_t: from n = 2^56 they wrapped, and
+// record() never got past a bin whose next edge fell below it (a CPU loop of 2^56 iterations hung).
+TEST_CASE("the CPU's cost profile works over ranges up to the largest size_t") {
+  for (std::size_t n : {std::size_t(1) << 56, std::size_t(1) << 63, SIZE_MAX}) {
+    CAPTURE(n);
+    CpuCostProfile p;
+    p.restart(n);
+    p.record(0, n / 2, 1.0);
+    p.record(n / 2, n - n / 2, 3.0);
+    REQUIRE(p.measured());
+    CHECK(p.covered_tail() == n);
+    CHECK(p.seconds(0, n / 4) == doctest::Approx(0.5).epsilon(0.02));
+    CHECK(p.seconds(n - n / 4, n / 4) == doctest::Approx(1.5).epsilon(0.02));
+    CHECK(double(p.within(0, 0.5, n)) == doctest::Approx(double(n / 4)).epsilon(0.02));
+    CHECK(double(p.within_tail(1.5, n)) == doctest::Approx(double(n / 4)).epsilon(0.02));
+  }
+}
+
 TEST_CASE("a bin the CPU never ran is priced from the one after it, doubled per bin, or as the costliest") {
   // 256 bins of 100 iterations. Known: the front bin at 100 us an iteration, the last two at 1 us.
   CpuCostProfile guessing, cautious(false);

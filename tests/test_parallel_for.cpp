@@ -142,6 +142,40 @@ TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler"
   }
 }
 
+// A CPU loop of 2^56 iterations or more hung in the CPU's cost profile (its bin arithmetic wrapped).
+// The body only counts its chunks' iterations: no range that large could run.
+TEST_CASE("a loop with only a CPU body covers ranges up to the largest size_t") {
+  Controller c(test::options(Policy::async));
+  for (std::size_t n : {std::size_t(1) << 56, SIZE_MAX})
+    for (const char* scheduler : {"logfit", "hguided", "static:0.5", "dynamic:10000000000000000", "oracle"}) {
+      CAPTURE(n);
+      CAPTURE(scheduler);
+      std::mutex m;
+      std::vector<Chunk> chunks;
+      LoopBody body;
+      body.cpu = [&](Chunk ch) {
+        std::lock_guard lock(m);
+        chunks.push_back(ch);
+      };
+      body.writes = [](Chunk) { return std::vector<Access>{}; };
+      HeteroLoop loop(c, body, {.scheduler = scheduler, .cpu_workers = 2});
+      for (int step = 0; step < 2; ++step) {
+        chunks.clear();
+        const LoopReport report = loop(n);
+        CHECK(report.sides[0].iterations == n);
+        std::sort(chunks.begin(), chunks.end(), [](Chunk a, Chunk b) { return a.begin < b.begin; });
+        std::size_t next = 0;
+        bool contiguous = true;
+        for (const Chunk& ch : chunks) {
+          contiguous = contiguous && ch.begin == next && ch.end > ch.begin;
+          next = ch.end;
+        }
+        CHECK(contiguous);
+        CHECK(next == n);
+      }
+    }
+}
+
 TEST_CASE("Mandelbrot rows balanced across the CPU and the device equal the reference") {
   Controller c(test::options(Policy::async, 2));
   workloads::MandelbrotLoop m(c, {.width = 256, .height = 200, .max_iter = 256});
@@ -529,6 +563,167 @@ TEST_CASE("a chunk refused at submission is a RequestFailed naming the chunk, ho
     fixed(n);
     CHECK(std::all_of(y.data(), y.data() + n, [](int v) { return v == 1; }));
   }
+}
+
+// A chunk's writes may overlap other chunks' (the header: those chunks wait for each other). A device
+// chunk brought all of its writes back, and with every chunk writing out(y) its copy of the device's
+// image, never written outside the chunk's range, overwrote the CPU chunks' results.
+TEST_CASE("chunks whose writes overlap wait for each other, and a device chunk brings back only what it launched") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 20'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel fill = ones_kernel(c, "fill");
+    LoopBody body;
+    body.cpu = [&](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+    };
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+    };
+    body.writes = [&](Chunk) { return std::vector<Access>{out(y)}; };
+    HeteroLoop loop(c, body, {.scheduler = "dynamic:500", .cpu_workers = 2});
+    for (int call = 0; call < 3; ++call) {
+      CAPTURE(call);
+      test::fill(y, 0);
+      const LoopReport report = loop(n);
+      CHECK(report.sides[0].iterations + report.sides[1].iterations == n);
+      CHECK(std::count(y.data(), y.data() + n, 1) == std::ptrdiff_t(n));
+    }
+  }
+}
+
+// The header refuses a device chunk that launches nothing; on the home device it was let through,
+// and its transfers back brought the device's untouched image over the results, no error.
+TEST_CASE("a device chunk that launches nothing is refused on the one device too, naming the chunk") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 1000;
+    auto y = c.tile<int>(n, "y");
+    LoopBody body;
+    body.cpu = [&](Chunk ch) {
+      for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+    };
+    body.device = [](Controller&, Chunk) {};
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    try {
+      parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 1});
+      FAIL("a device chunk that launched nothing was not refused");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.name.find("parallel_for device chunk [") == 0);
+      CHECK(chunk.cause.find("submitted no launch") != std::string::npos);
+      REQUIRE(chunk.exception);
+      CHECK_THROWS_AS(std::rethrow_exception(chunk.exception), UsageError);
+    }
+  }
+}
+
+// Every launch of a device body is its chunk's: one the driver refused on a scratch tile outside the
+// chunk's writes let the call return as if all went well, and its failure came out of the next
+// wait_all().
+TEST_CASE("a device chunk whose body's scratch launch the driver refuses fails the call, naming the chunk") {
+  for (Policy policy : {Policy::async, Policy::sync})
+    for (bool with_cpu : {false, true}) {
+      CAPTURE(policy);
+      CAPTURE(with_cpu);
+      Controller c(test::options(policy));
+      constexpr std::size_t n = 10'000;
+      auto y = c.tile<int>(n, "y");
+      auto scratch = c.device_tile<int>(64, "scratch");
+      Kernel fill = ones_kernel(c, "fill");
+      // A work-group size the launch below does not give: the driver refuses it at enqueue.
+      Kernel strict = c.kernel_from_source(
+          "kernel __attribute__((reqd_work_group_size(64, 1, 1))) void strict(global int* s) { s[get_global_id(0)] = "
+          "1; }",
+          "strict");
+      LoopBody body;
+      body.device = [&](Controller& ctl, Chunk ch) {
+        ctl.launch(strict, Range(64).local(32), out(scratch));
+        ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+      };
+      if (with_cpu)
+        body.cpu = [&](Chunk ch) {
+          for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+        };
+      body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+      try {
+        parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 1});
+        FAIL("the refused launch was not reported by the call");
+      } catch (const RequestFailed& e) {
+        REQUIRE(!e.failures().empty());
+        CHECK(e.failures()[0].kind == "chunk");
+        CHECK(e.failures()[0].name.find("parallel_for device chunk [") == 0);
+        CHECK(std::string(e.what()).find("'strict'") != std::string::npos);
+      }
+      CHECK_NOTHROW(c.wait_all());  // reported once, by the call
+    }
+}
+
+// The chunk named first is the one whose own work failed, and its cause said so in the words of a
+// chunk cancelled by another's failure: "request #2 'strict' that it depends on failed".
+TEST_CASE("a device chunk whose own kernel the driver refuses is named with that kernel and the driver's reason") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    CAPTURE(policy);
+    Controller c(test::options(policy));
+    constexpr std::size_t n = 10'000;
+    auto y = c.tile<int>(n, "y");
+    Kernel strict = c.kernel_from_source(
+        "kernel __attribute__((reqd_work_group_size(64, 1, 1))) void strict(global int* y, ulong end) {"
+        " size_t i = get_global_id(0); if (i < end) y[i] = 1; }",
+        "strict");
+    LoopBody body;
+    body.device = [&](Controller& ctl, Chunk ch) {
+      ctl.launch(strict, Range((ch.size() + 31) / 32 * 32).offset(ch.begin).local(32), out(y.region(span_of(ch))),
+                 cl_ulong(ch.end));
+    };
+    body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+    try {
+      parallel_for(c, n, body, {.scheduler = "dynamic:1000"});
+      FAIL("the refused kernel was not reported");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      const FailedRequest& chunk = e.failures()[0];
+      CHECK(chunk.name == "parallel_for device chunk [0, 1000)");
+      CHECK(chunk.cause.find("its kernel 'strict' (request #") == 0);
+      CHECK(chunk.cause.find("CL_INVALID_WORK_GROUP_SIZE") != std::string::npos);
+      CHECK(chunk.cause.find("that it depends on") == std::string::npos);
+    }
+  }
+}
+
+// A device-only tile has no host image for CPU chunks to read: with one device its refusal came from
+// a CPU chunk's hook, in the words of an internal on_ready hook, after the device's chunks had run.
+TEST_CASE("a device-only tile in a loop's reads or constants is refused at the call when the loop has a CPU body") {
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t n = 1000;
+  auto y = c.tile<int>(n, "y");
+  auto scratch = c.device_tile<int>(n, "scratch");
+  Kernel fill = ones_kernel(c, "fill");
+  LoopBody body;
+  body.cpu = [&](Chunk ch) {
+    for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 1;
+  };
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+  };
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
+  LoopBody reads = body, constants = body;
+  reads.reads = {in(scratch)};
+  constants.constants = {in(scratch)};
+  CHECK_THROWS_WITH_AS(parallel_for(c, n, reads, {.scheduler = "static:0.5"}),
+                       doctest::Contains("tile 'scratch' is in LoopBody::reads but is device-only"), UsageError);
+  CHECK_THROWS_WITH_AS(parallel_for(c, n, constants, {.scheduler = "static:0.5"}),
+                       doctest::Contains("tile 'scratch' is in LoopBody::constants but is device-only"), UsageError);
+  // Without a CPU body the device's launches use it as it is.
+  reads.cpu = nullptr;
+  test::fill(y, 0);
+  parallel_for(c, n, reads, {.scheduler = "static:0.5"});
+  CHECK(std::count(y.data(), y.data() + n, 1) == std::ptrdiff_t(n));
+  CHECK_NOTHROW(c.wait_all());
 }
 
 TEST_CASE("the dump shows what a loop's scheduler decided at its last call, through to_json and from_json") {

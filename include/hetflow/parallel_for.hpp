@@ -77,9 +77,12 @@ struct LoopBody {
   // disjoint ranges. Unset: the CPU takes no chunk.
   std::function<void(Chunk)> cpu{};
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
-  // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only.
+  // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only. A
+  // chunk whose body launches nothing on the controller it is given is refused (UsageError).
   std::function<void(Controller&, Chunk)> device{};
-  // What every chunk reads: moved to the device once per call, before its first chunk.
+  // What every chunk reads: moved to the device once per call, before its first chunk. A
+  // device-only tile here or in `constants` is refused at the call (UsageError) where there is a
+  // CPU body (CPU chunks read host images) or several devices.
   std::vector<Access> reads{};
   // What every chunk reads and no call changes (the matrix an iterative solver multiplies by):
   // moved to a device once, before its first chunk of the loop, and kept there over the calls — as
@@ -87,8 +90,9 @@ struct LoopBody {
   // images, call HeteroLoop::constants_changed(). Not among a chunk's writes (UsageError).
   std::vector<Access> constants{};
   // What a chunk writes (out()/io() of tiles or regions): a CPU chunk's roles, and what comes
-  // back from the device after a device chunk. Chunks' regions must not overlap, or the
-  // chunks wait for each other.
+  // back from the device after a device chunk — the parts of it that the chunk's launches declare
+  // writing, nothing else. Chunks' regions may overlap (every chunk's the whole tile, say), and the
+  // chunks whose regions overlap then wait for each other: correct, but one at a time.
   std::function<std::vector<Access>(Chunk)> writes{};
 };
 
@@ -143,12 +147,14 @@ class HeteroLoop {
   HeteroLoop(const HeteroLoop&) = delete;
   HeteroLoop& operator=(const HeteroLoop&) = delete;
 
-  // Runs iterations [0, n) once each and returns when all have run and their writes are in the
+  // Runs iterations [0, n) once each, for any n, and returns when all have run and their writes are in the
   // host images. A chunk that failed (its body threw, its launch was refused, LoopBody::writes threw
-  // for it, or it was cancelled) stops the hand-out; the call then throws RequestFailed naming it
+  // for it, or it was cancelled; every launch of its body is the chunk's, a scratch kernel's
+  // too) stops the hand-out; the call then throws RequestFailed naming it
   // (side and range), after every chunk already started has ended: its first failure is the chunk
   // (kind "chunk"; for a refused one `exception` holds what the submission or writes threw, a
-  // UsageError say), the one whose own work failed rather than one that waited on it, then the failed
+  // UsageError say; for one whose own command failed its cause names that command and the
+  // driver's reason), the one whose own work failed rather than one that waited on it, then the failed
   // requests on the loop's tiles, earlier ones included, each reported once. Not from inside a host
   // task or hook of the same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
   // threads).
