@@ -89,7 +89,7 @@ TEST_CASE("a missing file names every path searched") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "hetflow-a-directory.cl";
   fs::create_directories(dir);
-  CHECK_THROWS_WITH_AS(f.cache.from_file(dir.string()), doctest::Contains(dir.string() + " (a directory)"),
+  CHECK_THROWS_WITH_AS(f.cache.from_file(dir.string()), doctest::Contains((dir.string() + " (a directory)").c_str()),
                        FileNotFoundError);
   fs::remove_all(dir);
   CHECK_THROWS_WITH_AS(f.cache.from_file(""), "kernel file: the name is empty", UsageError);
