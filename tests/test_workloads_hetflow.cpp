@@ -247,6 +247,32 @@ TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names 
   fs::remove_all(dir);
 }
 
+TEST_CASE("hetflow run refuses two of its files that are one, however spelt, --dump's DOT beside it included") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fresh_dir("hetflow-cli-same-file");
+  // Relative paths, from the directory: "./ov.json" and "ov.json" are one file that does not exist yet.
+  auto refused = [&](const std::string& args, const std::string& says) {
+    auto r = test::run_command("cd " + dir.string() + " && " + cli + " run sobel --frames 1 " + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(says) != std::string::npos);
+    for (const auto& entry : fs::directory_iterator(dir)) CHECK(entry.path().filename() == "in.y4m");
+  };
+  refused("--size 64 --dump ./ov.json --trace ov.json",
+          "--dump and --trace name the same file ('./ov.json', 'ov.json')");
+  refused("--size 64 --dump sub/../ov.json --output ov.json", "--output and --dump name the same file");
+  refused("--size 64 --dump s3.json --trace s3.dot",
+          "--dump 's3.json' (its Graphviz DOT, 's3.dot') and --trace 's3.dot' are one file");
+  refused("--size 64 --dump s3.json --output ./s3.flow.dot", "(its flow graph's DOT, 's3.flow.dot') are one file");
+  std::ofstream(dir / "in.y4m") << "YUV4MPEG2 W8 H8 F25:1\n";
+  refused("--input in.y4m --output ./in.y4m", "--output './in.y4m' is the --input file");
+  refused("--input in.y4m --trace ../" + dir.filename().string() + "/in.y4m", "is the --input file");
+  fs::remove(dir / "in.y4m");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "commands.hpp"
 #include "numbers.hpp"
@@ -294,22 +295,45 @@ void refuse_options_of_other_workloads(const CLI::App& cmd, const std::string& w
 
 // A path the run writes must not be one it reads or another it writes: the second would silently
 // replace the first (and an output opened over its own input destroys the input before it is read).
+// Paths are compared as the filesystem resolves them ("./a.json" is "a.json"), files that do not
+// exist yet included, and --dump's Graphviz siblings count as files it writes.
 void refuse_shared_paths(const RunOptions& o) {
-  const std::pair<const char*, const std::string*> written[] = {
-      {"--output", &o.output}, {"--dump", &o.dump}, {"--trace", &o.trace}};
-  auto same_file = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return a == b || std::filesystem::equivalent(a, b, ec);
+  struct Written {
+    const char* option;
+    const std::string* given;
+    std::string path;  // the file itself: the option's value, or a sibling written beside it
+    const char* what;  // empty for the option's own file
   };
-  for (std::size_t i = 0; i < std::size(written); ++i) {
-    const auto& [name, path] = written[i];
-    if (path->empty()) continue;
-    if (!o.input.empty() && same_file(*path, o.input))
-      throw UsageError(std::string(name) + " '" + *path +
-                       "' is the --input file: it would be overwritten before it is read");
-    for (std::size_t j = i + 1; j < std::size(written); ++j)
-      if (!written[j].second->empty() && same_file(*path, *written[j].second))
-        throw UsageError(std::string(name) + " and " + written[j].first + " name the same file '" + *path + "'");
+  std::vector<Written> written;
+  if (!o.output.empty()) written.push_back({"--output", &o.output, o.output, ""});
+  if (!o.dump.empty()) {
+    written.push_back({"--dump", &o.dump, o.dump, ""});
+    written.push_back({"--dump", &o.dump, dump_companion(o.dump, ".dot"), "its Graphviz DOT"});
+    written.push_back({"--dump", &o.dump, dump_companion(o.dump, ".flow.dot"), "its flow graph's DOT"});
+  }
+  if (!o.trace.empty()) written.push_back({"--trace", &o.trace, o.trace, ""});
+  auto resolved = [](const std::string& path) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec ? std::filesystem::path(path).lexically_normal() : p;
+  };
+  auto describe = [](const Written& w) {
+    return std::string(w.option) + " '" + *w.given + "'" +
+           (*w.what ? std::string(" (") + w.what + ", '" + w.path + "')" : "");
+  };
+  const auto input = o.input.empty() ? std::filesystem::path() : resolved(o.input);
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    const auto here = resolved(written[i].path);
+    if (!o.input.empty() && here == input)
+      throw UsageError(describe(written[i]) + " is the --input file: it would be overwritten before it is read");
+    for (std::size_t j = i + 1; j < written.size(); ++j) {
+      if (std::string_view(written[j].option) == written[i].option || here != resolved(written[j].path)) continue;
+      if (!*written[i].what && !*written[j].what)
+        throw UsageError(std::string(written[i].option) + " and " + written[j].option + " name the same file ('" +
+                         *written[i].given + "', '" + *written[j].given + "')");
+      throw UsageError(describe(written[i]) + " and " + describe(written[j]) +
+                       " are one file: one would overwrite the other");
+    }
   }
 }
 
