@@ -273,6 +273,26 @@ TEST_CASE("hetflow run refuses two of its files that are one, however spelt, --d
   fs::remove_all(dir);
 }
 
+TEST_CASE("hetflow exits 2 for every mistake on the command line, 1 for a run or file that fails, 0 for --help") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  for (const auto& [args, status] :
+       {std::pair{"", 2}, std::pair{"bogus", 2}, std::pair{"--bogus", 2}, std::pair{"run sobel --bogus", 2},
+        std::pair{"run sobel --frames 0", 2}, std::pair{"run sobel --frames", 2}, std::pair{"run sobel --size 0", 2},
+        std::pair{"run matpow --size 60 --products 1", 2}, std::pair{"report", 2}, std::pair{"dump", 2},
+        std::pair{"report /nonexistent-hetflow-dir/t.json", 1},
+        std::pair{"run sobel --size 64 --frames 1 --policy sync --dump "
+                  "/nonexistent-hetflow-dir/x.json",
+                  1},
+        std::pair{"--help", 0}, std::pair{"run --help", 0}, std::pair{"--version", 0}}) {
+    const auto r = test::run_command(cli + " " + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status == status);
+  }
+  const auto help = test::run_command(cli + " --help");
+  CHECK(help.output.find("Exit status: 0 on success") != std::string::npos);
+}
+
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;
