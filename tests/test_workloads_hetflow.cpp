@@ -293,6 +293,50 @@ TEST_CASE("hetflow exits 2 for every mistake on the command line, 1 for a run or
   CHECK(help.output.find("Exit status: 0 on success") != std::string::npos);
 }
 
+TEST_CASE("hetflow run --input: --size is refused, too many --frames named, only the frames run are read") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fresh_dir("hetflow-cli-input");
+  const std::string in = (dir / "in.y4m").string(), trunc = (dir / "trunc.y4m").string();
+  const int w = 32, h = 16;
+  for (const auto& path : {in, trunc}) {
+    wl::Y4mWriter writer(path, w, h);
+    std::vector<float> frame(std::size_t(w) * h);
+    for (int i = 0; i < 5; ++i) {
+      wl::generate_frame(frame.data(), w, h, i);
+      writer.write_luma(frame.data());
+    }
+    writer.close();
+  }
+  fs::resize_file(trunc, fs::file_size(trunc) - 10);  // frame 4, the fifth, loses its end
+  auto r = test::run_command(cli + " run sobel --input " + in + " --size 1080p --frames 2");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--size '1080p' and --input '" + in + "': the frames' size comes from the file") !=
+        std::string::npos);
+  r = test::run_command(cli + " run sobel --input " + in + " --frames 10");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--frames 10: --input '" + in + "' holds only 5 frames") != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + trunc + " --frames 3 --verify");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("3 frames from " + trunc) != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + trunc);
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("truncated frame 4") != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + in);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("5 frames from " + in) != std::string::npos);
+
+  Controller c(make(Policy::sync));
+  CHECK_THROWS_WITH_AS(wl::sobel(c, {0, 0, 6, in, ""}), doctest::Contains("6 frames asked for, but"), UsageError);
+  CHECK(wl::sobel(c, {0, 0, 3, trunc, ""}).frames == 3);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;

@@ -151,7 +151,11 @@ ProblemSize problem_size(const RunOptions& o) {
   auto [width, height] = parse_size(o.size, is_sobel(o)              ? std::pair{1920, 1080}
                                             : o.workload == "jacobi" ? std::pair{1024, 1024}
                                                                      : std::pair{256, 256});
-  const int steps = o.frames > 0 ? o.frames : is_sobel(o) ? 100 : o.workload == "jacobi" ? 100 : 10;
+  // An --input's frames are all run unless --frames says how many (0: the workload counts them).
+  const int steps = o.frames > 0                            ? o.frames
+                    : is_sobel(o) && !o.input.empty()       ? 0
+                    : is_sobel(o) || o.workload == "jacobi" ? 100
+                                                            : 10;
   if (!is_sobel(o) && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
   return {width, height, steps};
 }
@@ -337,9 +341,26 @@ void refuse_shared_paths(const RunOptions& o) {
   }
 }
 
+// An --input decides the frames' size and holds so many of them: what says otherwise is refused,
+// not overridden without a word.
+void refuse_what_the_input_decides(const RunOptions& o) {
+  if (o.input.empty()) return;
+  if (!o.size.empty())
+    throw UsageError("--size '" + o.size + "' and --input '" + o.input +
+                     "': the frames' size comes from the file; leave --size out");
+  if (o.frames > 0) {
+    const int held = workloads::count_y4m_frames(o.input, o.frames);
+    if (held < o.frames)
+      throw UsageError("--frames " + std::to_string(o.frames) + ": --input '" + o.input + "' holds only " +
+                       std::to_string(held) + " frame" + (held == 1 ? "" : "s") +
+                       " (leave --frames out to run them all)");
+  }
+}
+
 void run(const RunOptions& o) {
   if (!o.devices.empty() && !o.device.empty()) throw UsageError("give --device or --devices, not both");
   refuse_shared_paths(o);
+  refuse_what_the_input_decides(o);
   if (is_loop(o.workload)) return run_loop_workload(o);
   const std::vector<Policy> policies = policies_to_run(o);
   const ProblemSize size = problem_size(o);
@@ -387,10 +408,10 @@ void add_run_command(CLI::App& app) {
   // One setting under four names, each its own option: CLI11 names an option in its errors by its
   // first name, and the user must read the name they typed.
   std::vector<CLI::Option*> steps;
-  for (const auto& [name, what] :
-       {std::pair{"--frames", "sobel: frames (default 100)"}, std::pair{"--iters", "jacobi: iterations (default 100)"},
-        std::pair{"--products", "matpow: products (default 10)"},
-        std::pair{"--calls", "loops: calls of the loop (default 5)"}})
+  for (const auto& [name, what] : {std::pair{"--frames", "sobel: frames (default 100, or all of --input's)"},
+                                   std::pair{"--iters", "jacobi: iterations (default 100)"},
+                                   std::pair{"--products", "matpow: products (default 10)"},
+                                   std::pair{"--calls", "loops: calls of the loop (default 5)"}})
     steps.push_back(cmd->add_option(name, o->frames,
                                     std::string(what) + "; --frames, --iters, --products and --calls are one setting")
                         ->transform(whole_number(1, INT_MAX)));
@@ -427,7 +448,9 @@ void add_run_command(CLI::App& app) {
                   "write the timeline of the last run (or of the run that failed) as Chrome trace-event JSON (loops "
                   "over several devices: each further device's beside it, NAME.devD.json)")
       ->check(non_empty());
-  cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
+  cmd->add_option("--input", o->input,
+                  "sobel: read frames from a .y4m file (its luma plane); the file sets the size (no --size), "
+                  "--frames N runs its first N (default: all; more than it holds is an error)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m")->check(non_empty());
   cmd->add_option("--repeat", o->repeat,
