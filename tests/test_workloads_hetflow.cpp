@@ -337,6 +337,25 @@ TEST_CASE("hetflow run --input: --size is refused, too many --frames named, only
   fs::remove_all(dir);
 }
 
+TEST_CASE("hetflow run names --device or --devices as where a selection that matches nothing came from") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  for (const auto& [args, origin] :
+       {std::pair{" run sobel --size 64 --frames 1 --device nosuch", "device selection 'nosuch' (from --device)"},
+        std::pair{" run mandelbrot --size 32 --calls 1 --device nosuch", "device selection 'nosuch' (from --device)"},
+        std::pair{" run mandelbrot --size 32 --calls 1 --devices cpu,nosuch",
+                  "device selection 'nosuch' (from --devices)"}}) {
+    const auto r = test::run_command(cli + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find(origin) != std::string::npos);
+    CHECK(r.output.find("from the program") == std::string::npos);
+  }
+  ControllerOptions o;
+  o.device = "nosuch";
+  CHECK_THROWS_WITH_AS(Controller{o}, doctest::Contains("(from the program)"), DeviceError);
+}
+
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {
   namespace fs = std::filesystem;
   const std::string cli = HETFLOW_CLI_PATH;

@@ -179,6 +179,7 @@ workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Poli
                               std::string& device_name) {
   ControllerOptions copts;
   copts.device = o.device;
+  copts.device_origin = "--device";
   copts.policy = policy;
   if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
   // Every run records when dumps are asked for: a run that fails is the one to look at.
