@@ -213,6 +213,23 @@ TEST_CASE("from_json says what is wrong with a file that is not a dump") {
   }
 }
 
+TEST_CASE("docs/dump-schema.md lists every from_slot / to_slot name the engine writes") {
+  const std::string source = slurp(fs::path(HETFLOW_TEST_SOURCE_DIR) / "src" / "access_plan.hpp");
+  const std::string schema = slurp(fs::path(HETFLOW_TEST_SOURCE_DIR) / "docs" / "dump-schema.md");
+  const auto row = schema.find("| `from_slot`, `to_slot` |");
+  REQUIRE(row != std::string::npos);
+  const std::string listed = schema.substr(row, schema.find('\n', row) - row);
+  const std::regex slot_name("\"((?:offloading|kernel|host|hook)_[a-z+]+)\"");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), slot_name); it != std::sregex_iterator(); ++it)
+    names.insert((*it)[1]);
+  CHECK(names.size() >= 9);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    CHECK(listed.find("`" + name + "`") != std::string::npos);
+  }
+}
+
 TEST_CASE("to_dot colours nodes by kind, marks failed and cancelled ones, and labels edges") {
   std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 10),
                                   node(2, "kernel", "k", "kernel0", 10, 20, "failed"),
