@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <hetflow/dump.hpp>
 #include <hetflow/trace.hpp>
@@ -727,6 +729,46 @@ TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
   CHECK(r.status == 1);
   CHECK(r.output.find("'dot -Tsvg' failed") != std::string::npos);
   CHECK(r.output.find("no-such-dir") != std::string::npos);
+}
+
+TEST_CASE("hetflow dump ended by SIGINT or SIGTERM while Graphviz runs removes its temporary DOT file") {
+  const fs::path dir = out_dir() / "interrupted";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const fs::path dump = dir / "g.json", said = dir / "dot.said";
+  spit(dump, hetflow::to_json({node(1, "H2D", "A", "H2D", 0, 1)}, {}));
+  // A dot that says its pid and the file it was given, then takes its time as a large graph's does.
+  spit(dir / "bin" / "dot", "#!/bin/sh\nprintf '%s %s\\n' \"$$\" \"$4\" > " + quoted(dir / "said.tmp") + "\nmv " +
+                                quoted(dir / "said.tmp") + " " + quoted(said) + "\nexec sleep 60\n");
+  fs::permissions(dir / "bin" / "dot", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    fs::remove(said);
+    const pid_t pid =
+        test::start_process({HETFLOW_CLI_PATH, "dump", dump.string()},
+                            {"PATH=" + (dir / "bin").string() + ":" + (path ? path : ""), "TMPDIR=" + dir.string()},
+                            (dir / "log.txt").string());
+    REQUIRE(pid > 0);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(said) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool rendering = fs::exists(said);
+    ::kill(pid, rendering ? sig : SIGKILL);
+    const int status = test::wait_status(pid);
+    INFO(slurp(dir / "log.txt"));
+    REQUIRE(rendering);
+    long dot_pid = 0;
+    char tmp[4096] = {};
+    REQUIRE(std::sscanf(slurp(said).c_str(), "%ld %4095s", &dot_pid, tmp) == 2);
+    ::kill(pid_t(dot_pid), SIGKILL);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK(fs::path(tmp).parent_path() == dir);
+    CHECK(fs::path(tmp).filename().string().rfind("hetflow-dump-", 0) == 0);
+    CHECK(!fs::exists(tmp));
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("hetflow dump refuses a selection of no request, saying why, and writes nothing") {

@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 #include <hetflow/hetflow.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include "native/native_workloads.hpp"
@@ -354,6 +356,35 @@ TEST_CASE("hetflow run names --device or --devices as where a selection that mat
   ControllerOptions o;
   o.device = "nosuch";
   CHECK_THROWS_WITH_AS(Controller{o}, doctest::Contains("(from the program)"), DeviceError);
+}
+
+TEST_CASE("hetflow run ended by SIGINT or SIGTERM removes its --output rather than leave it cut off mid-frame") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("hetflow-cli-interrupted");
+  const std::string out = (dir / "out.y4m").string(), log = (dir / "log.txt").string();
+  const std::uintmax_t frame_bytes = 128 * 128 * 3 / 2;
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    const pid_t pid = test::start_process({HETFLOW_CLI_PATH, "run", "sobel", "--size", "128", "--frames", "1000000",
+                                           "--policy", "async", "--output", out},
+                                          {}, log);
+    REQUIRE(pid > 0);
+    // The signal comes once frames are being written: mid-run, most likely mid-frame.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    std::error_code ec;
+    while (!(fs::file_size(out, ec) > 5 * frame_bytes && !ec) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool writing = fs::file_size(out, ec) > 5 * frame_bytes && !ec;
+    ::kill(pid, writing ? sig : SIGKILL);
+    const int status = test::wait_status(pid);
+    std::ifstream said(log);
+    INFO(std::string((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>()));
+    REQUIRE(writing);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK(!fs::exists(out));
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("hetflow run writes --dump and --trace of the run that failed, and says so") {

@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "numbers.hpp"
+#include "removed_on_signal.hpp"
 #include "text_checks.hpp"
 #include "run_loop.hpp"
 #include "workloads/cpu_reference.hpp"
@@ -186,6 +187,9 @@ workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Poli
   if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
   Controller c(copts);
   device_name = c.device().name + " (" + c.device().platform_name + ")";
+  // Interrupted, the run would leave an --output cut off mid-frame, which a player reads as whole.
+  std::optional<RemovedOnSignal> partial_output;
+  if (last && is_sobel(o) && !o.output.empty()) partial_output.emplace(o.output);
   workloads::RunResult r = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return run_workload(c, o, size, last); });
   if (last) write_requested_dumps(c, o.dump, o.trace);
   return r;
@@ -453,7 +457,10 @@ void add_run_command(CLI::App& app) {
                   "sobel: read frames from a .y4m file (its luma plane); the file sets the size (no --size), "
                   "--frames N runs its first N (default: all; more than it holds is an error)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m")->check(non_empty());
+  cmd->add_option("--output", o->output,
+                  "sobel: write the edge frames as .y4m (a run ended by SIGINT or SIGTERM removes the file rather "
+                  "than leave it cut off mid-frame)")
+      ->check(non_empty());
   cmd->add_option("--repeat", o->repeat,
                   "runs per policy, alternating, the median reported (default: 3 when comparing sync and async, "
                   "else 1)")
