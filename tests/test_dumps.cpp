@@ -611,6 +611,36 @@ TEST_CASE("names that are not UTF-8 or hold control characters: dumps and traces
   CHECK(dot.find("ctl\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
 }
 
+TEST_CASE("hetflow report lists the critical path's first 20 steps, then how many more and how to list them all") {
+  Case t(Policy::sync);
+  auto chain = t.c.tile<int>(1, "chain");
+  for (int i = 0; i < 60; ++i)
+    t.c.host_task(
+        "step", [] {}, hetflow::io(chain));
+  t.c.wait_all();
+  const fs::path path = out_dir() / "chain.trace.json";
+  hetflow::write_trace(t.c, path.string());
+  const auto js = cli("report --json " + quoted(path));
+  REQUIRE_MESSAGE(js.status == 0, js.output);
+  const std::size_t steps = json::parse(js.output)["critical_path"].size();
+  REQUIRE(steps >= 60);
+  auto listed = [](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find("\n  #"); at != std::string::npos; at = text.find("\n  #", at + 1)) ++n;
+    return n;
+  };
+  const auto text = cli("report " + quoted(path));
+  INFO(text.output);
+  CHECK(text.status == 0);
+  CHECK(listed(text.output) == 20);
+  CHECK(text.output.find("  ... " + std::to_string(steps - 20) + " more steps (--path-steps " + std::to_string(steps) +
+                         " lists them all)") != std::string::npos);
+  const auto all = cli("report --path-steps " + std::to_string(steps) + " " + quoted(path));
+  INFO(all.output);
+  CHECK(listed(all.output) == steps);
+  CHECK(all.output.find("more step") == std::string::npos);
+}
+
 TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
