@@ -186,14 +186,20 @@ std::vector<DeviceInfo> list_devices() {
   return detail::cl_call("listing the OpenCL devices", [] { return list_devices_unchecked(); });
 }
 
-DeviceChoice select_device(std::string_view spec) {
+DeviceChoice select_device(std::string_view spec, std::string_view origin) {
   const std::string selection = !spec.empty() ? std::string(spec) : detail::env_text("HETFLOW_DEVICE").value_or("");
   std::string oclgrind_problem = detail::register_oclgrind_if_named(selection, loader_started.load());
-  auto devices = list_devices();
+  struct RemoveRegistration {
+    ~RemoveRegistration() { detail::remove_oclgrind_registration(); }  // the loader has read it, or failed
+  };
+  auto devices = [] {
+    const RemoveRegistration remove;
+    return list_devices();
+  }();
   if (!oclgrind_problem.empty() &&
       std::none_of(devices.begin(), devices.end(), [](const DeviceInfo& d) { return d.platform_name == "Oclgrind"; }))
     throw DeviceError("device selection '" + selection + "' asks for Oclgrind, but " + oclgrind_problem);
-  if (!spec.empty()) return select_device_from(devices, spec, "the program");
+  if (!spec.empty()) return select_device_from(devices, spec, origin);
   if (const auto env = detail::env_text("HETFLOW_DEVICE")) return select_device_from(devices, *env, "HETFLOW_DEVICE");
   return select_device_from(devices, {}, "default");
 }

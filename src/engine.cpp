@@ -85,7 +85,8 @@ std::uint64_t next_engine_serial() {
 
 Engine::Engine(const ControllerOptions& options)
     : serial(next_engine_serial()),
-      choice(select_device(checked(options).device)),
+      choice(select_device(checked(options).device,
+                           options.device_origin.empty() ? "the program" : std::string_view(options.device_origin))),
       policy(policy_from(options)),
       // Checked under sync too (which has one queue): a bad value is an error whichever the policy.
       kernel_queue_count([&] {

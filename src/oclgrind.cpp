@@ -7,8 +7,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 
 namespace hetflow::detail {
+namespace {
+// The directory register_oclgrind_if_named made, and OCL_ICD_VENDORS before it: left behind, every
+// process that used Oclgrind left a /tmp/hetflow-icd-PID of its own.
+struct Registration {
+  std::mutex mutex;
+  std::filesystem::path dir;
+  std::optional<std::string> previous_vendors;
+};
+Registration& registration() {
+  static Registration r;
+  return r;
+}
+}  // namespace
 
 std::string oclgrind_icd_library() {
   for (const char* path : {"/usr/lib/oclgrind/liboclgrind-rt-icd.so", "/usr/local/lib/liboclgrind-rt-icd.so",
@@ -28,6 +43,7 @@ std::string register_oclgrind_if_named(std::string_view selection, bool loader_s
            "first OpenCL call (OCL_ICD_VENDORS=DIR, DIR holding oclgrind.icd that names " +
            library + ")";
   namespace fs = std::filesystem;
+  std::lock_guard lock(registration().mutex);
   const char* current = std::getenv("OCL_ICD_VENDORS");
   const fs::path from =
       current && *current && fs::is_directory(current) ? fs::path(current) : fs::path("/etc/OpenCL/vendors");
@@ -39,8 +55,26 @@ std::string register_oclgrind_if_named(std::string_view selection, bool loader_s
     if (entry.path().extension() == ".icd")
       fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing, ec);
   std::ofstream(dir / "oclgrind.icd") << library << "\n";
+  if (registration().dir.empty())  // a second registration before the loader started keeps the first's
+    registration().previous_vendors = current ? std::optional<std::string>(current) : std::nullopt;
+  registration().dir = dir;
   ::setenv("OCL_ICD_VENDORS", dir.c_str(), 1);
   return {};
+}
+
+void remove_oclgrind_registration() noexcept {
+  std::lock_guard lock(registration().mutex);
+  auto& r = registration();
+  if (r.dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(r.dir, ec);
+  // A child process must find the vendors this one was given, not a directory that is gone.
+  if (r.previous_vendors)
+    ::setenv("OCL_ICD_VENDORS", r.previous_vendors->c_str(), 1);
+  else
+    ::unsetenv("OCL_ICD_VENDORS");
+  r.dir.clear();
+  r.previous_vendors.reset();
 }
 
 }  // namespace hetflow::detail

@@ -16,4 +16,8 @@ std::string oclgrind_icd_library();
 // directory holding the vendors already registered plus Oclgrind. Returns why it could not, or "".
 std::string register_oclgrind_if_named(std::string_view selection, bool loader_started);
 
+// Once the loader has read that directory (its first listing of platforms, which it never repeats):
+// removes it and puts OCL_ICD_VENDORS back as it was. Nothing when no directory was made.
+void remove_oclgrind_registration() noexcept;
+
 }  // namespace hetflow::detail

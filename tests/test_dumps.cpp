@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <hetflow/dump.hpp>
 #include <hetflow/trace.hpp>
@@ -210,6 +212,23 @@ TEST_CASE("from_json says what is wrong with a file that is not a dump") {
     FAIL("load_dump of a missing file did not throw");
   } catch (const hetflow::Error& e) {
     CHECK(std::string(e.what()).find(missing.string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("docs/dump-schema.md lists every from_slot / to_slot name the engine writes") {
+  const std::string source = slurp(fs::path(HETFLOW_TEST_SOURCE_DIR) / "src" / "access_plan.hpp");
+  const std::string schema = slurp(fs::path(HETFLOW_TEST_SOURCE_DIR) / "docs" / "dump-schema.md");
+  const auto row = schema.find("| `from_slot`, `to_slot` |");
+  REQUIRE(row != std::string::npos);
+  const std::string listed = schema.substr(row, schema.find('\n', row) - row);
+  const std::regex slot_name("\"((?:offloading|kernel|host|hook)_[a-z+]+)\"");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), slot_name); it != std::sregex_iterator(); ++it)
+    names.insert((*it)[1]);
+  CHECK(names.size() >= 9);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    CHECK(listed.find("`" + name + "`") != std::string::npos);
   }
 }
 
@@ -592,6 +611,36 @@ TEST_CASE("names that are not UTF-8 or hold control characters: dumps and traces
   CHECK(dot.find("ctl\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
 }
 
+TEST_CASE("hetflow report lists the critical path's first 20 steps, then how many more and how to list them all") {
+  Case t(Policy::sync);
+  auto chain = t.c.tile<int>(1, "chain");
+  for (int i = 0; i < 60; ++i)
+    t.c.host_task(
+        "step", [] {}, hetflow::io(chain));
+  t.c.wait_all();
+  const fs::path path = out_dir() / "chain.trace.json";
+  hetflow::write_trace(t.c, path.string());
+  const auto js = cli("report --json " + quoted(path));
+  REQUIRE_MESSAGE(js.status == 0, js.output);
+  const std::size_t steps = json::parse(js.output)["critical_path"].size();
+  REQUIRE(steps >= 60);
+  auto listed = [](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find("\n  #"); at != std::string::npos; at = text.find("\n  #", at + 1)) ++n;
+    return n;
+  };
+  const auto text = cli("report " + quoted(path));
+  INFO(text.output);
+  CHECK(text.status == 0);
+  CHECK(listed(text.output) == 20);
+  CHECK(text.output.find("  ... " + std::to_string(steps - 20) + " more steps (--path-steps " + std::to_string(steps) +
+                         " lists them all)") != std::string::npos);
+  const auto all = cli("report --path-steps " + std::to_string(steps) + " " + quoted(path));
+  INFO(all.output);
+  CHECK(listed(all.output) == steps);
+  CHECK(all.output.find("more step") == std::string::npos);
+}
+
 TEST_CASE("hetflow report on T-06: overlap under async, none under sync") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
@@ -712,6 +761,46 @@ TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
   CHECK(r.output.find("no-such-dir") != std::string::npos);
 }
 
+TEST_CASE("hetflow dump ended by SIGINT or SIGTERM while Graphviz runs removes its temporary DOT file") {
+  const fs::path dir = out_dir() / "interrupted";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const fs::path dump = dir / "g.json", said = dir / "dot.said";
+  spit(dump, hetflow::to_json({node(1, "H2D", "A", "H2D", 0, 1)}, {}));
+  // A dot that says its pid and the file it was given, then takes its time as a large graph's does.
+  spit(dir / "bin" / "dot", "#!/bin/sh\nprintf '%s %s\\n' \"$$\" \"$4\" > " + quoted(dir / "said.tmp") + "\nmv " +
+                                quoted(dir / "said.tmp") + " " + quoted(said) + "\nexec sleep 60\n");
+  fs::permissions(dir / "bin" / "dot", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    fs::remove(said);
+    const pid_t pid =
+        test::start_process({HETFLOW_CLI_PATH, "dump", dump.string()},
+                            {"PATH=" + (dir / "bin").string() + ":" + (path ? path : ""), "TMPDIR=" + dir.string()},
+                            (dir / "log.txt").string());
+    REQUIRE(pid > 0);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(said) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool rendering = fs::exists(said);
+    ::kill(pid, rendering ? sig : SIGKILL);
+    const int status = test::wait_status(pid);
+    INFO(slurp(dir / "log.txt"));
+    REQUIRE(rendering);
+    long dot_pid = 0;
+    char tmp[4096] = {};
+    REQUIRE(std::sscanf(slurp(said).c_str(), "%ld %4095s", &dot_pid, tmp) == 2);
+    ::kill(pid_t(dot_pid), SIGKILL);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK(fs::path(tmp).parent_path() == dir);
+    CHECK(fs::path(tmp).filename().string().rfind("hetflow-dump-", 0) == 0);
+    CHECK(!fs::exists(tmp));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("hetflow dump refuses a selection of no request, saying why, and writes nothing") {
   // 1 → 2 on tile a, 2 → 3 on tile "in flight", 4 alone.
   std::vector<RequestRecord> recs{node(1, "H2D", "move_to(a)", "H2D", 0, 1), node(2, "kernel", "B", "kernel0", 1, 2),
@@ -739,7 +828,7 @@ TEST_CASE("hetflow dump refuses a selection of no request, saying why, and write
     fs::remove(svg);
     const auto r = cli("dump " + quoted(file) + " " + c.args + " --svg " + quoted(svg));
     INFO(r.output);
-    CHECK(r.status == 1);
+    CHECK(r.status == 2);  // the options' mistake, as any on the command line
     CHECK(r.output.find(c.said) != std::string::npos);
     CHECK_FALSE(fs::exists(svg));
   }

@@ -1,6 +1,8 @@
 // Oclgrind as a device (src/oclgrind.hpp): HETFLOW_DEVICE=oclgrind registers it with the ICD
 // loader, and an out-of-bounds write is reported with the kernel's name instead of killing the
 // process as it may on PoCL's CPU device.
+#include <filesystem>
+
 #include "process.hpp"
 #include "support.hpp"
 
@@ -70,4 +72,23 @@ TEST_CASE("registering Oclgrind renumbers no other device: it comes last, and 0:
   CHECK(run.status == 0);
   CHECK(run.output.find("Oclgrind Simulator (Oclgrind) + Oclgrind") == std::string::npos);
   CHECK(run.output.find("+ Oclgrind Simulator (Oclgrind)") != std::string::npos);
+}
+
+TEST_CASE("a process that registered Oclgrind leaves no hetflow-icd directory behind") {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / "hetflow-oclgrind-tmpdir";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string env = "TMPDIR=" + tmp.string() + " ";
+  auto r = test::run_command(env + "HETFLOW_DEVICE=oclgrind " HETFLOW_CLI_PATH " devices");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("Oclgrind Simulator") != std::string::npos);
+  r = test::run_command(env + HETFLOW_CLI_PATH " run sobel --size 32x16 --frames 2 --policy async --device oclgrind");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("on Oclgrind Simulator") != std::string::npos);
+  for (const auto& entry : fs::directory_iterator(tmp))
+    if (entry.path().filename().string().rfind("hetflow-icd-", 0) == 0) FAIL_CHECK("left behind: " << entry.path());
+  fs::remove_all(tmp);
 }

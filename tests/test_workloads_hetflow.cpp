@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 #include <hetflow/hetflow.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include "native/native_workloads.hpp"
@@ -244,6 +246,144 @@ TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names 
   std::ifstream m(d + "/m.json");
   const std::string dump((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
   CHECK(dump.find("\"policy\": \"sync\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hetflow run refuses two of its files that are one, however spelt, --dump's DOT beside it included") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fresh_dir("hetflow-cli-same-file");
+  // Relative paths, from the directory: "./ov.json" and "ov.json" are one file that does not exist yet.
+  auto refused = [&](const std::string& args, const std::string& says) {
+    auto r = test::run_command("cd " + dir.string() + " && " + cli + " run sobel --frames 1 " + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(says) != std::string::npos);
+    for (const auto& entry : fs::directory_iterator(dir)) CHECK(entry.path().filename() == "in.y4m");
+  };
+  refused("--size 64 --dump ./ov.json --trace ov.json",
+          "--dump and --trace name the same file ('./ov.json', 'ov.json')");
+  refused("--size 64 --dump sub/../ov.json --output ov.json", "--output and --dump name the same file");
+  refused("--size 64 --dump s3.json --trace s3.dot",
+          "--dump 's3.json' (its Graphviz DOT, 's3.dot') and --trace 's3.dot' are one file");
+  refused("--size 64 --dump s3.json --output ./s3.flow.dot", "(its flow graph's DOT, 's3.flow.dot') are one file");
+  std::ofstream(dir / "in.y4m") << "YUV4MPEG2 W8 H8 F25:1\n";
+  refused("--input in.y4m --output ./in.y4m", "--output './in.y4m' is the --input file");
+  refused("--input in.y4m --trace ../" + dir.filename().string() + "/in.y4m", "is the --input file");
+  fs::remove(dir / "in.y4m");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hetflow exits 2 for every mistake on the command line, 1 for a run or file that fails, 0 for --help") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  for (const auto& [args, status] :
+       {std::pair{"", 2}, std::pair{"bogus", 2}, std::pair{"--bogus", 2}, std::pair{"run sobel --bogus", 2},
+        std::pair{"run sobel --frames 0", 2}, std::pair{"run sobel --frames", 2}, std::pair{"run sobel --size 0", 2},
+        std::pair{"run matpow --size 60 --products 1", 2}, std::pair{"report", 2}, std::pair{"dump", 2},
+        std::pair{"report /nonexistent-hetflow-dir/t.json", 1},
+        std::pair{"run sobel --size 64 --frames 1 --policy sync --dump "
+                  "/nonexistent-hetflow-dir/x.json",
+                  1},
+        std::pair{"--help", 0}, std::pair{"run --help", 0}, std::pair{"--version", 0}}) {
+    const auto r = test::run_command(cli + " " + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status == status);
+  }
+  const auto help = test::run_command(cli + " --help");
+  CHECK(help.output.find("Exit status: 0 on success") != std::string::npos);
+}
+
+TEST_CASE("hetflow run --input: --size is refused, too many --frames named, only the frames run are read") {
+  namespace fs = std::filesystem;
+  const std::string cli = HETFLOW_CLI_PATH;
+  const fs::path dir = fresh_dir("hetflow-cli-input");
+  const std::string in = (dir / "in.y4m").string(), trunc = (dir / "trunc.y4m").string();
+  const int w = 32, h = 16;
+  for (const auto& path : {in, trunc}) {
+    wl::Y4mWriter writer(path, w, h);
+    std::vector<float> frame(std::size_t(w) * h);
+    for (int i = 0; i < 5; ++i) {
+      wl::generate_frame(frame.data(), w, h, i);
+      writer.write_luma(frame.data());
+    }
+    writer.close();
+  }
+  fs::resize_file(trunc, fs::file_size(trunc) - 10);  // frame 4, the fifth, loses its end
+  auto r = test::run_command(cli + " run sobel --input " + in + " --size 1080p --frames 2");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--size '1080p' and --input '" + in + "': the frames' size comes from the file") !=
+        std::string::npos);
+  r = test::run_command(cli + " run sobel --input " + in + " --frames 10");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--frames 10: --input '" + in + "' holds only 5 frames") != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + trunc + " --frames 3 --verify");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("3 frames from " + trunc) != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + trunc);
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("truncated frame 4") != std::string::npos);
+  r = test::run_command(cli + " run sobel --policy sync --input " + in);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("5 frames from " + in) != std::string::npos);
+
+  Controller c(make(Policy::sync));
+  CHECK_THROWS_WITH_AS(wl::sobel(c, {0, 0, 6, in, ""}), doctest::Contains("6 frames asked for, but"), UsageError);
+  CHECK(wl::sobel(c, {0, 0, 3, trunc, ""}).frames == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hetflow run names --device or --devices as where a selection that matches nothing came from") {
+  const std::string cli = HETFLOW_CLI_PATH;
+  for (const auto& [args, origin] :
+       {std::pair{" run sobel --size 64 --frames 1 --device nosuch", "device selection 'nosuch' (from --device)"},
+        std::pair{" run mandelbrot --size 32 --calls 1 --device nosuch", "device selection 'nosuch' (from --device)"},
+        std::pair{" run mandelbrot --size 32 --calls 1 --devices cpu,nosuch",
+                  "device selection 'nosuch' (from --devices)"}}) {
+    const auto r = test::run_command(cli + args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find(origin) != std::string::npos);
+    CHECK(r.output.find("from the program") == std::string::npos);
+  }
+  ControllerOptions o;
+  o.device = "nosuch";
+  CHECK_THROWS_WITH_AS(Controller{o}, doctest::Contains("(from the program)"), DeviceError);
+}
+
+TEST_CASE("hetflow run ended by SIGINT or SIGTERM removes its --output rather than leave it cut off mid-frame") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("hetflow-cli-interrupted");
+  const std::string out = (dir / "out.y4m").string(), log = (dir / "log.txt").string();
+  const std::uintmax_t frame_bytes = 128 * 128 * 3 / 2;
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    const pid_t pid = test::start_process({HETFLOW_CLI_PATH, "run", "sobel", "--size", "128", "--frames", "1000000",
+                                           "--policy", "async", "--output", out},
+                                          {}, log);
+    REQUIRE(pid > 0);
+    // The signal comes once frames are being written: mid-run, most likely mid-frame.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    std::error_code ec;
+    while (!(fs::file_size(out, ec) > 5 * frame_bytes && !ec) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool writing = fs::file_size(out, ec) > 5 * frame_bytes && !ec;
+    ::kill(pid, writing ? sig : SIGKILL);
+    const int status = test::wait_status(pid);
+    std::ifstream said(log);
+    INFO(std::string((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>()));
+    REQUIRE(writing);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK(!fs::exists(out));
+  }
   fs::remove_all(dir);
 }
 

@@ -29,7 +29,9 @@ Policy parse_policy(const std::string& text);
 enum class QueueOrder { in_order, out_of_order };
 
 struct ControllerOptions {
-  std::string device{};                     // a device selection (see select_device); empty = HETFLOW_DEVICE or default
+  std::string device{};  // a device selection (see select_device); empty = HETFLOW_DEVICE or default
+  std::string
+      device_origin{};  // who gave `device`, as a selection that matches nothing names it; empty = "the program"
   std::optional<Policy> policy{};           // unset = HETFLOW_POLICY, else async
   std::optional<unsigned> kernel_queues{};  // unset = HETFLOW_KERNEL_QUEUES, else 1 (async only)
   // unset = HETFLOW_QUEUE_ORDER, else out of order on CPU devices and in order on GPUs (async only;

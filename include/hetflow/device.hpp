@@ -52,8 +52,8 @@ struct DeviceChoice {
 // a case-insensitive substring of the device or platform name. An empty spec means the
 // HETFLOW_DEVICE environment variable, and if that is unset too, the default: the first GPU of any
 // platform, else the first device. A spec that matches nothing throws DeviceError listing what
-// exists.
-DeviceChoice select_device(std::string_view spec = {});
+// exists. `origin` names who gave `spec` in that error and in the reason ("--device", say).
+DeviceChoice select_device(std::string_view spec = {}, std::string_view origin = "the program");
 
 // The same choice made from an explicit device list (what select_device uses; testable alone).
 DeviceChoice select_device_from(const std::vector<DeviceInfo>& devices, std::string_view spec, std::string_view source);

@@ -21,6 +21,7 @@
 #include "analysis/dump_reader.hpp"
 #include "dump_report_commands.hpp"
 #include "numbers.hpp"
+#include "removed_on_signal.hpp"
 
 extern char** environ;
 
@@ -106,6 +107,7 @@ void render(const std::string& dot_text, const std::string& format, const std::s
   const int fd = ::mkstemps(tmp.data(), 4);
   if (fd < 0) throw Error("cannot create a temporary file for dot: " + std::string(std::strerror(errno)));
   const ScopedTempFile remove_tmp{tmp};
+  const RemovedOnSignal remove_if_interrupted{tmp};  // a destructor does not run when a signal ends the process
   write_and_close(fd, dot_text, tmp);
 
   const std::string type = "-T" + format;

@@ -10,16 +10,38 @@
 #include "commands.hpp"
 #include "dump_report_commands.hpp"
 
+namespace {
+// One status for every mistake on the command line: CLI11 gives each kind its own (105 to 109),
+// which a script cannot tell from a run's failure without knowing CLI11's numbering.
+constexpr int kUsageError = 2;
+
+// CLI11 prints the message (or the help); --help and --version stay successes.
+int exit_for(const CLI::App& app, const CLI::Error& e) {
+  const int code = app.exit(e);
+  return code == 0 ? 0 : kUsageError;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"hetflow — a task-graph engine on the oneTBB flow graph that offloads OpenCL kernels"};
   app.set_version_flag("--version", std::string("hetflow ") + HETFLOW_VERSION);
   app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 on success (and for --help, --version); 2 when the command line is wrong (an unknown command or "
+      "option, a missing or malformed value, options that conflict); 1 when the run, the device or a file fails "
+      "(including a device selection that matches no device here, or a malformed HETFLOW_* variable).");
   hetflow::cli::add_devices_command(app);
   hetflow::cli::add_run_command(app);
   hetflow::cli::add_dump_command(app);
   hetflow::cli::add_report_command(app);
   try {
     hetflow::check_environment();  // every HETFLOW_* variable, before any command reads one
+  } catch (const hetflow::Error& e) {
+    // Not the command line's mistake: the environment was set elsewhere, so not kUsageError.
+    std::cerr << "hetflow: " << e.what() << "\n";
+    return 1;
+  }
+  try {
     app.parse(argc, argv);
   } catch (const CLI::RequiredError& e) {
     // CLI11 answers an unknown command or option before any subcommand with "A subcommand is
@@ -28,14 +50,17 @@ int main(int argc, char** argv) {
       const std::string first = argv[1];
       std::cerr << "hetflow: " << (first.rfind('-', 0) == 0 ? "unknown option '" : "unknown command '") << first
                 << "'; the commands are devices, run, dump and report (hetflow --help)\n";
-      return 2;
+      return kUsageError;
     }
-    return app.exit(e);
+    return exit_for(app, e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return exit_for(app, e);
   } catch (const std::bad_alloc&) {
     std::cerr << "hetflow: out of host memory (the problem is too large for this machine)\n";
     return 1;
+  } catch (const hetflow::UsageError& e) {  // the CLI's own refusals of what was typed (and the library's)
+    std::cerr << "hetflow: " << e.what() << "\n";
+    return kUsageError;
   } catch (const hetflow::Error& e) {
     std::cerr << "hetflow: " << e.what() << "\n";
     return 1;

@@ -37,6 +37,7 @@ struct ReportArgs {
   std::string file;
   bool json = false;
   std::size_t gaps = 3;
+  std::size_t path_steps = 20;  // a long run's path has thousands: the first steps, then how to see the rest
   std::string from;
 };
 
@@ -82,9 +83,15 @@ void run_report(const ReportArgs& a) {
   std::printf("critical path  %zu requests, %s = %.1f %% of wall time%s\n", s.critical_path.size(),
               ms(s.critical_path_ns).c_str(), 100.0 * s.critical_path_share,
               s.edges_from_flows ? " (edges from the trace's flow arrows)" : "");
-  for (const auto& p : s.critical_path)
+  const std::size_t shown = std::min(s.critical_path.size(), a.path_steps);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& p = s.critical_path[i];
     std::printf("  #%-6llu %-28s %-9s %12s\n", static_cast<unsigned long long>(p.id), p.name.c_str(), p.lane.c_str(),
                 ms(p.end_ns - p.start_ns).c_str());
+  }
+  if (shown < s.critical_path.size())
+    std::printf("  ... %zu more step%s (--path-steps %zu lists them all)\n", s.critical_path.size() - shown,
+                s.critical_path.size() - shown == 1 ? "" : "s", s.critical_path.size());
 }
 
 }  // namespace
@@ -95,6 +102,10 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("trace", args->file, "Chrome trace written by hetflow (HETFLOW_TRACE)")->required();
   cmd->add_flag("--json", args->json, "Print the summary as JSON");
   cmd->add_option("--gaps", args->gaps, "How many of the largest idle gaps to list")
+      ->capture_default_str()
+      ->transform(whole_number(0, SIZE_MAX));
+  cmd->add_option("--path-steps", args->path_steps,
+                  "How many steps of the critical path to list, from its start (--json lists them all)")
       ->capture_default_str()
       ->transform(whole_number(0, SIZE_MAX));
   cmd->add_option("--from", args->from,

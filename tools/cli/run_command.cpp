@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "commands.hpp"
 #include "numbers.hpp"
+#include "removed_on_signal.hpp"
 #include "text_checks.hpp"
 #include "run_loop.hpp"
 #include "workloads/cpu_reference.hpp"
@@ -150,7 +152,11 @@ ProblemSize problem_size(const RunOptions& o) {
   auto [width, height] = parse_size(o.size, is_sobel(o)              ? std::pair{1920, 1080}
                                             : o.workload == "jacobi" ? std::pair{1024, 1024}
                                                                      : std::pair{256, 256});
-  const int steps = o.frames > 0 ? o.frames : is_sobel(o) ? 100 : o.workload == "jacobi" ? 100 : 10;
+  // An --input's frames are all run unless --frames says how many (0: the workload counts them).
+  const int steps = o.frames > 0                            ? o.frames
+                    : is_sobel(o) && !o.input.empty()       ? 0
+                    : is_sobel(o) || o.workload == "jacobi" ? 100
+                                                            : 10;
   if (!is_sobel(o) && width != height) throw UsageError(o.workload + " needs a square size (N), got " + o.size);
   return {width, height, steps};
 }
@@ -174,12 +180,16 @@ workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Poli
                               std::string& device_name) {
   ControllerOptions copts;
   copts.device = o.device;
+  copts.device_origin = "--device";
   copts.policy = policy;
   if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
   // Every run records when dumps are asked for: a run that fails is the one to look at.
   if (!o.dump.empty() || !o.trace.empty()) copts.record = true;
   Controller c(copts);
   device_name = c.device().name + " (" + c.device().platform_name + ")";
+  // Interrupted, the run would leave an --output cut off mid-frame, which a player reads as whole.
+  std::optional<RemovedOnSignal> partial_output;
+  if (last && is_sobel(o) && !o.output.empty()) partial_output.emplace(o.output);
   workloads::RunResult r = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return run_workload(c, o, size, last); });
   if (last) write_requested_dumps(c, o.dump, o.trace);
   return r;
@@ -294,28 +304,68 @@ void refuse_options_of_other_workloads(const CLI::App& cmd, const std::string& w
 
 // A path the run writes must not be one it reads or another it writes: the second would silently
 // replace the first (and an output opened over its own input destroys the input before it is read).
+// Paths are compared as the filesystem resolves them ("./a.json" is "a.json"), files that do not
+// exist yet included, and --dump's Graphviz siblings count as files it writes.
 void refuse_shared_paths(const RunOptions& o) {
-  const std::pair<const char*, const std::string*> written[] = {
-      {"--output", &o.output}, {"--dump", &o.dump}, {"--trace", &o.trace}};
-  auto same_file = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return a == b || std::filesystem::equivalent(a, b, ec);
+  struct Written {
+    const char* option;
+    const std::string* given;
+    std::string path;  // the file itself: the option's value, or a sibling written beside it
+    const char* what;  // empty for the option's own file
   };
-  for (std::size_t i = 0; i < std::size(written); ++i) {
-    const auto& [name, path] = written[i];
-    if (path->empty()) continue;
-    if (!o.input.empty() && same_file(*path, o.input))
-      throw UsageError(std::string(name) + " '" + *path +
-                       "' is the --input file: it would be overwritten before it is read");
-    for (std::size_t j = i + 1; j < std::size(written); ++j)
-      if (!written[j].second->empty() && same_file(*path, *written[j].second))
-        throw UsageError(std::string(name) + " and " + written[j].first + " name the same file '" + *path + "'");
+  std::vector<Written> written;
+  if (!o.output.empty()) written.push_back({"--output", &o.output, o.output, ""});
+  if (!o.dump.empty()) {
+    written.push_back({"--dump", &o.dump, o.dump, ""});
+    written.push_back({"--dump", &o.dump, dump_companion(o.dump, ".dot"), "its Graphviz DOT"});
+    written.push_back({"--dump", &o.dump, dump_companion(o.dump, ".flow.dot"), "its flow graph's DOT"});
+  }
+  if (!o.trace.empty()) written.push_back({"--trace", &o.trace, o.trace, ""});
+  auto resolved = [](const std::string& path) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec ? std::filesystem::path(path).lexically_normal() : p;
+  };
+  auto describe = [](const Written& w) {
+    return std::string(w.option) + " '" + *w.given + "'" +
+           (*w.what ? std::string(" (") + w.what + ", '" + w.path + "')" : "");
+  };
+  const auto input = o.input.empty() ? std::filesystem::path() : resolved(o.input);
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    const auto here = resolved(written[i].path);
+    if (!o.input.empty() && here == input)
+      throw UsageError(describe(written[i]) + " is the --input file: it would be overwritten before it is read");
+    for (std::size_t j = i + 1; j < written.size(); ++j) {
+      if (std::string_view(written[j].option) == written[i].option || here != resolved(written[j].path)) continue;
+      if (!*written[i].what && !*written[j].what)
+        throw UsageError(std::string(written[i].option) + " and " + written[j].option + " name the same file ('" +
+                         *written[i].given + "', '" + *written[j].given + "')");
+      throw UsageError(describe(written[i]) + " and " + describe(written[j]) +
+                       " are one file: one would overwrite the other");
+    }
+  }
+}
+
+// An --input decides the frames' size and holds so many of them: what says otherwise is refused,
+// not overridden without a word.
+void refuse_what_the_input_decides(const RunOptions& o) {
+  if (o.input.empty()) return;
+  if (!o.size.empty())
+    throw UsageError("--size '" + o.size + "' and --input '" + o.input +
+                     "': the frames' size comes from the file; leave --size out");
+  if (o.frames > 0) {
+    const int held = workloads::count_y4m_frames(o.input, o.frames);
+    if (held < o.frames)
+      throw UsageError("--frames " + std::to_string(o.frames) + ": --input '" + o.input + "' holds only " +
+                       std::to_string(held) + " frame" + (held == 1 ? "" : "s") +
+                       " (leave --frames out to run them all)");
   }
 }
 
 void run(const RunOptions& o) {
   if (!o.devices.empty() && !o.device.empty()) throw UsageError("give --device or --devices, not both");
   refuse_shared_paths(o);
+  refuse_what_the_input_decides(o);
   if (is_loop(o.workload)) return run_loop_workload(o);
   const std::vector<Policy> policies = policies_to_run(o);
   const ProblemSize size = problem_size(o);
@@ -363,10 +413,10 @@ void add_run_command(CLI::App& app) {
   // One setting under four names, each its own option: CLI11 names an option in its errors by its
   // first name, and the user must read the name they typed.
   std::vector<CLI::Option*> steps;
-  for (const auto& [name, what] :
-       {std::pair{"--frames", "sobel: frames (default 100)"}, std::pair{"--iters", "jacobi: iterations (default 100)"},
-        std::pair{"--products", "matpow: products (default 10)"},
-        std::pair{"--calls", "loops: calls of the loop (default 5)"}})
+  for (const auto& [name, what] : {std::pair{"--frames", "sobel: frames (default 100, or all of --input's)"},
+                                   std::pair{"--iters", "jacobi: iterations (default 100)"},
+                                   std::pair{"--products", "matpow: products (default 10)"},
+                                   std::pair{"--calls", "loops: calls of the loop (default 5)"}})
     steps.push_back(cmd->add_option(name, o->frames,
                                     std::string(what) + "; --frames, --iters, --products and --calls are one setting")
                         ->transform(whole_number(1, INT_MAX)));
@@ -403,9 +453,14 @@ void add_run_command(CLI::App& app) {
                   "write the timeline of the last run (or of the run that failed) as Chrome trace-event JSON (loops "
                   "over several devices: each further device's beside it, NAME.devD.json)")
       ->check(non_empty());
-  cmd->add_option("--input", o->input, "sobel: read frames from a .y4m file (its luma plane)")
+  cmd->add_option("--input", o->input,
+                  "sobel: read frames from a .y4m file (its luma plane); the file sets the size (no --size), "
+                  "--frames N runs its first N (default: all; more than it holds is an error)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--output", o->output, "sobel: write the edge frames as .y4m")->check(non_empty());
+  cmd->add_option("--output", o->output,
+                  "sobel: write the edge frames as .y4m (a run ended by SIGINT or SIGTERM removes the file rather "
+                  "than leave it cut off mid-frame)")
+      ->check(non_empty());
   cmd->add_option("--repeat", o->repeat,
                   "runs per policy, alternating, the median reported (default: 3 when comparing sync and async, "
                   "else 1)")

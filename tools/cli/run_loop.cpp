@@ -26,7 +26,7 @@ void run_loop(const LoopRunOptions& o) {
   // resolved before any controller, wherever it stands in the list.
   for (const auto& sel : selections)
     if (lowercase(sel).find("oclgrind") != std::string::npos) {
-      select_device(sel);
+      select_device(sel, o.devices.empty() ? "--device" : "--devices");
       break;
     }
   std::vector<std::unique_ptr<Controller>> ctls;
@@ -34,6 +34,7 @@ void run_loop(const LoopRunOptions& o) {
   for (const auto& sel : selections) {
     ControllerOptions copts;
     copts.device = sel;
+    copts.device_origin = o.devices.empty() ? "--device" : "--devices";
     if (o.policy) copts.policy = *o.policy;
     if (o.kernel_queues > 0) copts.kernel_queues = o.kernel_queues;
     copts.profiling = true;  // the schedulers time device chunks by their kernels' profiling counters

@@ -178,22 +178,26 @@ SobelPipeline sobel_pipeline(Controller& c, SobelFrames& opened, int host_thread
 
 }  // namespace
 
-int count_y4m_frames(const std::string& path) {
+int count_y4m_frames(const std::string& path, int most) {
   Y4mReader reader(path);
   std::vector<float> frame(std::size_t(reader.width()) * std::size_t(reader.height()));
   int n = 0;
-  while (reader.read_luma(frame.data())) ++n;
+  while (n < most && reader.read_luma(frame.data())) ++n;
   return n;
 }
 
 SobelFrames open_sobel_frames(const SobelRun& run) {
   SobelFrames f{run.width, run.height, run.frames, nullptr, nullptr};
   if (!run.input.empty()) {
-    const int available = count_y4m_frames(run.input);
+    // Only the frames the run reads are checked: a damaged frame after them is no reason to fail.
+    const int available = count_y4m_frames(run.input, f.frames > 0 ? f.frames : INT_MAX);
+    if (f.frames > available)
+      throw UsageError("sobel: " + std::to_string(f.frames) + " frames asked for, but '" + run.input + "' holds " +
+                       std::to_string(available));
     f.reader = std::make_shared<Y4mReader>(run.input);
     f.width = f.reader->width();
     f.height = f.reader->height();
-    f.frames = f.frames > 0 ? std::min(f.frames, available) : available;
+    f.frames = available;
   }
   if (f.width <= 0 || f.height <= 0 || f.frames <= 0)
     throw UsageError("sobel: width, height and frames must be positive (got " + std::to_string(f.width) + "x" +

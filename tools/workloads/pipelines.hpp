@@ -4,6 +4,7 @@
 #pragma once
 #include <hetflow/controller.hpp>
 
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,14 +38,16 @@ RunResult jacobi(Controller& c, int n, int iterations, int copy_every = 10);
 // P_1 = A·A, P_{k+1} = P_k·A; after each product, D2H and a host task computes its norm.
 RunResult matpow(Controller& c, int n, int products);
 
-// Frames in a .y4m file (reads it through once).
-int count_y4m_frames(const std::string& path);
+// Frames in a .y4m file, counting no further than `most` (reads it through once, or up to there:
+// a truncated frame past `most` is not read, so not reported).
+int count_y4m_frames(const std::string& path, int most = INT_MAX);
 
 class Y4mReader;
 class Y4mWriter;
 // What a Sobel run reads and writes, for sobel() and sobel_flow_graph(): a .y4m input's size and
-// frame count (at most run.frames), else run's own; the writer when run.output is set. Throws
-// UsageError for a size or count that is not positive.
+// frame count (its first run.frames, or all when run.frames is 0), else run's own; the writer when
+// run.output is set. Throws UsageError for a size or count that is not positive, or for more
+// frames than the input holds.
 struct SobelFrames {
   int width, height, frames;
   std::shared_ptr<Y4mReader> reader;
