@@ -88,13 +88,17 @@ std::vector<DeviceInfo> list_devices_unchecked() {
                         [](const cl::Platform& p) { return trimmed(p.getInfo<CL_PLATFORM_NAME>()) != "Oclgrind"; });
 
   std::vector<DeviceInfo> out;
+  std::string deviceless;  // the platforms that answered with no device, for the error if none has one
   for (unsigned p = 0; p < platforms.size(); ++p) {
     std::vector<cl::Device> devices;
     try {
       platforms[p].getDevices(CL_DEVICE_TYPE_ALL, &devices);
     } catch (const cl::Error& e) {
-      if (e.err() == CL_DEVICE_NOT_FOUND) continue;  // a platform with no device is not an error
-      throw OpenCLError(e.err(), "clGetDeviceIDs");
+      if (e.err() != CL_DEVICE_NOT_FOUND) throw OpenCLError(e.err(), "clGetDeviceIDs");
+    }
+    if (devices.empty()) {  // a platform with no device is not an error
+      deviceless += (deviceless.empty() ? "" : ", ") + trimmed(platforms[p].getInfo<CL_PLATFORM_NAME>());
+      continue;
     }
     for (unsigned d = 0; d < devices.size(); ++d) {
       const cl::Device& dev = devices[d];
@@ -126,7 +130,13 @@ std::vector<DeviceInfo> list_devices_unchecked() {
       out.push_back(std::move(info));
     }
   }
-  if (out.empty()) throw DeviceError(std::string(no_platform_help) + " (platforms exist but report no device)");
+  // The platform is there but its driver could not start a device: for PoCL, most often a cache
+  // directory it cannot write (it then reports no device, and "no driver" sent a user reinstalling).
+  if (out.empty())
+    throw DeviceError("OpenCL platforms were found (" + deviceless +
+                      ") but none reports a device: its driver could not start one. For PoCL, check that its "
+                      "cache directory is writable (POCL_CACHE_DIR, else $XDG_CACHE_HOME or $HOME/.cache) and run "
+                      "with POCL_DEBUG=all to see why; `clinfo` shows what the driver reports.");
   return out;
 }
 }  // namespace

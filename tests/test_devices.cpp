@@ -128,6 +128,17 @@ TEST_CASE("no OpenCL platform is a clear error with the fix, not a crash") {
   CHECK(out.output.find("pocl-opencl-icd") != std::string::npos);
 }
 
+TEST_CASE("a platform whose driver cannot start a device says so, not that no driver is installed") {
+  // PoCL with a cache directory it cannot create reports no device (a user without a writable HOME).
+  const auto r =
+      test::run_command("POCL_CACHE_DIR=/proc/self/hetflow-no-such " + std::string(HETFLOW_CLI_PATH) + " devices");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("OpenCL platforms were found (Portable Computing Language) but none reports a device") !=
+        std::string::npos);
+  CHECK(r.output.find("POCL_CACHE_DIR") != std::string::npos);
+  CHECK(r.output.find("found no vendor driver") == std::string::npos);
+}
+
 TEST_CASE("hetflow --help and --version") {
   auto help = test::run_command(std::string(HETFLOW_CLI_PATH) + " --help");
   CHECK(help.status == 0);
