@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "arena_park.hpp"
+#include "dependency_tracker.hpp"  // intersection
 #include "engine.hpp"
 #include "log.hpp"
 #include "loop_scheduler_spec.hpp"
@@ -51,17 +52,6 @@ bool any_failed(const RequestList& commands) {
   return std::any_of(commands.begin(), commands.end(),
                      [](const RequestPtr& r) { return r->status.load(std::memory_order_acquire) == Status::failed; });
 }
-// The elements both boxes hold (empty where they do not overlap).
-Box common_part(const Box& a, const Box& b) {
-  Box c;
-  for (int d = 0; d < 3; ++d) {
-    const std::size_t lo = std::max(a.offset[d], b.offset[d]);
-    const std::size_t hi = std::min(a.offset[d] + a.size[d], b.offset[d] + b.size[d]);
-    c.offset[d] = lo;
-    c.size[d] = hi > lo ? hi - lo : 0;
-  }
-  return c;
-}
 // What of a device chunk's writes comes back to the host images: the parts its launches wrote. Its
 // writes may overlap other chunks' (the whole tile, say), and brought back whole they copied this
 // device's image of the others' regions, never written there, over the results the others' chunks
@@ -73,7 +63,7 @@ std::vector<Access> written_by_launches(const std::vector<Access>& writes, const
     if (w.tile->device_only) continue;
     for (const auto& a : launched) {
       if (a.tile != w.tile) continue;
-      const Box part = common_part(w.box, a.box);
+      const Box part = intersection(w.box, a.box);
       if (part.empty() ||
           std::any_of(back.begin(), back.end(), [&](const Access& b) { return b.tile == w.tile && b.box == part; }))
         continue;

@@ -114,7 +114,7 @@ TEST_CASE("a tile dropped after its wait goes at once, though its queue gets no 
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
     ControllerOptions o;
-    o.policy = p;
+    o.policy = p;  // not recording: a recording controller keeps its waits, which hold their tiles
     Controller c(o);
     auto k = c.kernel("hetflow_test.cl", "scale_in_place");
     std::vector<std::weak_ptr<detail::TileState>> dropped;
@@ -138,9 +138,7 @@ TEST_CASE("free(t) on one thread while another submits on t: each request runs o
   // failed with CL_INVALID_MEM_OBJECT).
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
-    ControllerOptions o;
-    o.policy = p;
-    Controller c(o);
+    Controller c(test::options(p));
     auto k = c.kernel("hetflow_test.cl", "scale_in_place");
     for (int round = 0; round < 60; ++round) {
       auto t = c.tile<float>(4096, "raced");
