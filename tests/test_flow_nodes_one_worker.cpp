@@ -1,9 +1,8 @@
-// Flow-graph nodes under the sync policy with one TBB worker: nothing deadlocks. Under sync a
-// node's implicit transfer blocks its thread, which meanwhile runs other graph tasks — other nodes'
-// bodies among them. A node that blocked while holding the lock that decides residency
-// (graph_nodes/flow_nodes.cpp) left those bodies waiting for it, and on a 2-core machine (one worker
-// besides the main thread) the flow-graph Sobel hung (1 run in ~30 under AddressSanitizer in CI,
-// 2026-11-24). docs/architecture.md: nothing blocks holding a lock a graph task may need.
+// Flow-graph nodes under the sync policy with one TBB worker (or none): nothing deadlocks. A node
+// whose implicit transfer blocked its thread while holding the lock that decides residency
+// (graph_nodes/flow_nodes.cpp) left other nodes' bodies waiting for it, and on a 2-core machine the
+// flow-graph Sobel hung (1 run in ~30 under AddressSanitizer in CI, 2026-11-24); a node that blocked
+// after it hung with no worker at all (2026-11-27). Nodes now never wait in their bodies.
 #include <hetflow/flow.hpp>
 
 #include <tbb/global_control.h>
