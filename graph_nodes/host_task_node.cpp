@@ -44,13 +44,14 @@ void Engine::run_host(const RequestPtr& r) {
     error = "threw an exception that is not a std::exception";
     r->exception = std::current_exception();
   }
-  running_task = outer_task;
-  running_engine = outer_engine;
-  // Captured state goes now, not when the last reference does.
+  // Captured state goes now, not when the last reference does; still as the running task, since
+  // it may hold the controller's last reference (~Controller then leaves its end to another thread).
   if (auto* hook = std::get_if<HookWork>(&r->work))
     hook->fn = nullptr;
   else
     r->host().fn = nullptr;
+  running_task = outer_task;
+  running_engine = outer_engine;
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;
   finish(*r, outcome, std::move(error));

@@ -12,6 +12,7 @@
 #include "cl_call.hpp"
 #include "device_view.hpp"
 #include "driver_lock.hpp"
+#include "deferred_teardown.hpp"
 #include "engine.hpp"
 
 namespace hetflow {
@@ -99,10 +100,17 @@ Policy parse_policy(const std::string& text) {
 Controller::Controller(const ControllerOptions& options)
     : engine_(detail::cl_call("setting up the controller", [&] { return std::make_unique<detail::Engine>(options); })) {
 }
+Controller::Controller(std::unique_ptr<detail::Engine> adopted) : engine_(std::move(adopted)) {}
+
 Controller::~Controller() {
   // The program's flow nodes stop submitting first (src/controller_life.hpp); then everything
   // submitted finishes; then HETFLOW_DUMP / HETFLOW_TRACE get what it did.
   engine_->life()->close();
+  if (engine_->host_task_on_this_thread()) {
+    // Destroyed by one of its own host tasks or hooks: waiting here would wait for that very task.
+    detail::end_controller_elsewhere(std::move(engine_));
+    return;
+  }
   engine_->wait_until_quiet();  // host tasks may go on submitting while it waits
   if (engine_->recording) write_env_dumps(*this);
 }

@@ -618,8 +618,14 @@ void Engine::wait_until_quiet() {
     }
     try {
       wait_all();
-    } catch (const std::exception&) {
-      // already logged by the engine as its requests failed
+    } catch (const std::exception& e) {
+      // A failure was logged by the engine as its request failed. A wait refused before it was
+      // submitted would be refused again: going round would spin for good.
+      std::lock_guard lock(submit_mutex_);
+      if (next_id_ == wait_id) {
+        log().error("controller ended without waiting for its requests: {}", e.what());
+        return;
+      }
     }
     std::lock_guard lock(submit_mutex_);
     if (next_id_ == wait_id + 1) return;  // nothing but the wait itself was submitted

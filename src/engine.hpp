@@ -324,6 +324,8 @@ class Engine {
 // it (include/hetflow/controller.hpp keeps it private).
 struct ControllerAccess {
   static Engine& engine(Controller& c) { return *c.engine_; }
+  // Ends a controller's engine as ~Controller does, on the calling thread (src/deferred_teardown.cpp).
+  static void end(std::unique_ptr<Engine> engine);
   static const Engine& engine(const Controller& c) { return *c.engine_; }
 };
 inline Engine& engine_of(Controller& c) { return ControllerAccess::engine(c); }

@@ -407,3 +407,42 @@ TEST_CASE("the destructor waits for what host tasks and hooks submit while it wa
     CHECK(last == float((1 << (kLevels - 1)) - 1));  // x = 2x + 1, nine times from 0
   }
 }
+
+TEST_CASE("a controller whose own hook or host task drops its last reference ends after that task, its work done") {
+  // A shared_ptr<Controller> captured by its tasks: the last one to go ran ~Controller inside the
+  // controller's own task, whose wait was refused there and retried for good (a core spinning, the
+  // work after it never run). Now it ends on a thread of its own once the task has returned.
+  // Modes: a hook resets its copy; a host task resets its copy; a host task's capture goes with the
+  // task's callable (the engine drops it after the task ran).
+  for (const int mode : {0, 1, 2}) {
+    CAPTURE(mode);
+    const long live_before = detail::Request::live.load();
+    std::atomic<bool> dropped{false}, after_ran{false};
+    Tile<int> t;
+    {
+      auto c = std::make_shared<Controller>(test::options(Policy::async));
+      t = c->tile<int>(1, "t");
+      c->host_task(
+          "fill", [t]() mutable { t[0] = 1; }, out(t));
+      // Submitted by the task before it lets go: the controller's end must still run it.
+      auto last = [c, t, &dropped, &after_ran, mode]() mutable {
+        c->host_task(
+            "after", [t, &after_ran]() mutable { after_ran = t[0] == 1; }, in(t));
+        if (mode != 2) c.reset();  // the last reference: ~Controller runs here, in its own task
+        dropped = true;
+      };
+      if (mode == 0)
+        c->on_ready(
+            "last", [last](const Outcome&) mutable { last(); }, in(t));
+      else
+        c->host_task("last", last, in(t));
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((!after_ran || detail::Request::live.load() > live_before) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(dropped);
+    CHECK(after_ran);
+    CHECK(detail::Request::live.load() == live_before);  // the engine ended, its requests with it
+    CHECK(t[0] == 1);                                    // the tile outlives its controller
+  }
+}

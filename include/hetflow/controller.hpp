@@ -65,7 +65,9 @@ class Controller {
   explicit Controller(const ControllerOptions& options = {});
   explicit Controller(Policy policy) : Controller(options_with(policy)) {}
   // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors
-  // are logged, not thrown).
+  // are logged, not thrown). Run inside one of its own host tasks or hooks (one that held the last
+  // shared_ptr to it), it returns at once instead, and the controller's work, dumps and end go on
+  // on a thread of the library's once that task has returned (joined at the process's exit).
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -213,6 +215,7 @@ class Controller {
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
   friend struct detail::ControllerAccess;
+  explicit Controller(std::unique_ptr<detail::Engine> adopted);  // ends an engine (src/deferred_teardown.cpp)
   void wait_tile(const std::shared_ptr<detail::TileState>& tile);
   void free_tile(const std::shared_ptr<detail::TileState>& tile);
 
