@@ -50,7 +50,8 @@ class Teardowns {
 
 void end_controller_elsewhere(std::unique_ptr<Engine> engine) {
   static Teardowns teardowns;
-  log().info("controller destroyed inside its own host task or hook: it ends on a thread of its own once that task returns");
+  log().info(
+      "controller destroyed inside its own host task or hook: it ends on a thread of its own once that task returns");
   teardowns.start(std::move(engine));
 }
 

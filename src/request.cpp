@@ -69,4 +69,17 @@ TileState::~TileState() {
     log().warn("unmapping the host image of tile '{}' failed: {}", tile_name, cl_error_name(err));
 }
 
+std::string dependency_cause(const Request& p, Status s) {
+  std::string cause = "request #" + std::to_string(p.id) + " '" + p.name + "' that it depends on " +
+                      (s == Status::pending ? std::string("was never enqueued") : std::string(to_string(s)));
+  if (s != Status::cancelled) return cause;
+  RequestPtr root;
+  {
+    std::lock_guard lock(const_cast<Request&>(p).m);
+    if (p.failures_behind && !p.failures_behind->empty()) root = p.failures_behind->front().lock();
+  }
+  if (root) cause += ", behind it request #" + std::to_string(root->id) + " '" + root->name + "' that failed";
+  return cause;
+}
+
 }  // namespace hetflow::detail

@@ -240,11 +240,11 @@ RequestPtr make_request(Kind k, std::string name, Args&&... args) {
                                        std::forward<Args>(args)...);
 }
 
-// Why a dependant of `p` is not run: "request #12 'fill' that it depends on failed".
-inline std::string dependency_cause(const Request& p, Status s) {
-  return "request #" + std::to_string(p.id) + " '" + p.name + "' that it depends on " +
-         (s == Status::pending ? std::string("was never enqueued") : std::string(to_string(s)));
-}
+// Why a dependant of `p` is not run: "request #12 'fill' that it depends on failed"; for a
+// cancelled p, also the failure behind it, which a wait on another tile may be the one to report
+// (", behind it request #3 'load' that failed"). Called without p.m held: it takes it.
+std::string dependency_cause(const Request& p, Status s);
+
 // r is not run because its predecessor p ended with s (failed or cancelled; pending: never
 // enqueued): keeps the first cause, and adds the failed requests behind p (p itself, or those behind
 // a cancelled p) to r's. Called without p.m or r.m held: it takes each in turn.

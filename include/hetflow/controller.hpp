@@ -171,7 +171,9 @@ class Controller {
   // controller (UsageError). Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
-  // used again as if the failed request had never been submitted.
+  // used again as if the failed request had never been submitted. A request cancelled because of a
+  // failure on another tile keeps cancelling what comes after it on `t` until that failure is
+  // reported too (by a wait on its tile, or wait_all()); its cause names that failure.
   // While it waits, the thread that made the controller runs the controller's pending tasks, host
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
   // does only after its wait. It returns as soon as its requests are done, whatever else still runs.
