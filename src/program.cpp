@@ -5,6 +5,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "cl_call.hpp"
 #include "log.hpp"
@@ -43,19 +44,35 @@ Program::Program(cl::Program program, cl::Context context, std::string label, st
       label_(std::move(label)),
       options_(std::move(options)),
       source_(std::move(source)) {
-  kernel_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
+  driver_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
                                               [&] { return program_.getInfo<CL_PROGRAM_KERNEL_NAMES>(); }));
+  // PoCL 3.1 prefixes "_cl_" to a kernel named after an OpenCL built-in (mix, clamp, dot...), and
+  // knows it by that name only: the program asks for the name it wrote. A "_cl_" name the source
+  // spells out, or whose bare name another kernel has, is the kernel's own.
+  kernel_names_ = driver_names_;
+  for (auto& n : kernel_names_) {
+    constexpr std::string_view prefix = "_cl_";
+    if (n.size() <= prefix.size() || n.compare(0, prefix.size(), prefix) != 0) continue;
+    if (source_ && source_->find(n) != std::string::npos) continue;
+    const std::string bare = n.substr(prefix.size());
+    if (std::find(driver_names_.begin(), driver_names_.end(), bare) == driver_names_.end()) n = bare;
+  }
 }
 
-Kernel Program::kernel(const std::string& name) const {
+Kernel Program::kernel(const std::string& requested) const {
   std::lock_guard lock(mutex_);
-  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
+  auto at = std::size_t(std::find(kernel_names_.begin(), kernel_names_.end(), requested) - kernel_names_.begin());
+  if (at == kernel_names_.size())
+    at = std::size_t(std::find(driver_names_.begin(), driver_names_.end(), requested) - driver_names_.begin());
+  if (at == kernel_names_.size()) {
     std::string known;
     for (const auto& k : kernel_names_) known += (known.empty() ? "" : ", ") + k;
-    throw UsageError("program '" + label_ + "' has no kernel named '" + name +
+    throw UsageError("program '" + label_ + "' has no kernel named '" + requested +
                      "'; its kernels are: " + (known.empty() ? "(none)" : known));
   }
+  const std::string& name = kernel_names_[at];
+  const std::string& driver_name = driver_names_[at];
+  if (auto it = kernels_.find(driver_name); it != kernels_.end()) return it->second;
   Kernel k;
   k.state_ = std::make_shared<Kernel::State>();
   k.state_->name = name;
@@ -64,7 +81,7 @@ Kernel Program::kernel(const std::string& name) const {
   k.state_->source = source_;
   k.state_->options = options_;
   detail::cl_call("creating kernel '" + name + "' of program '" + label_ + "'", [&] {
-    k.state_->kernel = cl::Kernel(program_, name.c_str());
+    k.state_->kernel = cl::Kernel(program_, driver_name.c_str());
     const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
     for (cl_uint i = 0; i < nargs; ++i) {
       KernelArgInfo a;
@@ -76,7 +93,7 @@ Kernel Program::kernel(const std::string& name) const {
       k.state_->args.push_back(std::move(a));
     }
   });
-  kernels_.emplace(name, k);
+  kernels_.emplace(driver_name, k);
   return k;
 }
 

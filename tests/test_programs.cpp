@@ -147,3 +147,50 @@ TEST_CASE("an unknown kernel name lists the kernels the program has") {
     CHECK(msg.find("hetflow_test.cl") != std::string::npos);
   }
 }
+
+// PoCL 3.1 knows a kernel named after an OpenCL built-in by "_cl_<name>" only (docs/drivers.md).
+TEST_CASE("a kernel named after an OpenCL built-in is found by the name the source gives it") {
+  const std::string src =
+      "kernel void mix(global float* x, float k) { x[get_global_id(0)] *= k; }\n"
+      "kernel void _cl_own(global float* x) { x[get_global_id(0)] = 0.0f; }\n";
+  Fixture f;
+  auto program = f.cache.from_source(src, "", "builtins.cl");
+  const auto& names = program->kernel_names();
+  CHECK(std::find(names.begin(), names.end(), "mix") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "_cl_mix") == names.end());
+  CHECK(std::find(names.begin(), names.end(), "_cl_own") != names.end());  // spelt so by the source
+  auto k = program->kernel("mix");
+  CHECK(k.name() == "mix");
+  CHECK(k.num_args() == 2);
+  CHECK(program->kernel("_cl_own").name() == "_cl_own");
+  if (f.choice.device.platform_name == "Portable Computing Language") {  // the driver's own name, the same kernel
+    auto by_driver_name = program->kernel("_cl_mix");
+    CHECK(by_driver_name.name() == "mix");
+    CHECK(by_driver_name.handle()() == k.handle()());
+  }
+  try {
+    program->kernel("mx");
+    FAIL("no error");
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("its kernels are: ") != std::string::npos);
+    CHECK(msg.find("_cl_mix") == std::string::npos);
+  }
+
+  // And through a controller: it runs, and requests carry the source's name.
+  ControllerOptions o;
+  o.record = true;
+  Controller c(o);
+  auto mix = c.kernel_from_source(src, "mix");
+  auto x = c.tile<float>(64, "x");
+  std::fill(x.data(), x.data() + 64, 2.0f);
+  c.move_to(x);
+  c.launch(mix, Range(64), io(x), 3.0f);
+  c.move_from(x);
+  c.wait(x);
+  CHECK(x[0] == 6.0f);
+  CHECK(x[63] == 6.0f);
+  bool named = false;
+  for (const auto& r : c.records()) named = named || r.name == "mix";
+  CHECK(named);
+}

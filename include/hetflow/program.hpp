@@ -61,8 +61,12 @@ class Program {
   const std::string& label() const { return label_; }  // the file it came from, or "<source>"
   const std::string& options() const { return options_; }
   const std::shared_ptr<const std::string>& source() const { return source_; }  // null if not given
+  // The kernels' names as the source declares them, also where the driver knows one by another
+  // name (PoCL 3.1 calls a kernel named after an OpenCL built-in, `mix`, `_cl_mix`).
   const std::vector<std::string>& kernel_names() const { return kernel_names_; }
-  // Throws UsageError listing the program's kernels when `name` is not one of them.
+  // The kernel `name` as the source declares it (the driver's name for it is taken too; the
+  // Kernel's name() is the source's either way). Throws UsageError listing the program's kernels
+  // when `name` is not one of them.
   Kernel kernel(const std::string& name) const;
   const cl::Program& handle() const { return program_; }
 
@@ -72,8 +76,9 @@ class Program {
   std::string label_, options_;
   std::shared_ptr<const std::string> source_;
   std::vector<std::string> kernel_names_;
+  std::vector<std::string> driver_names_;  // kernel_names_[i] is driver_names_[i] to the driver
   mutable std::mutex mutex_;
-  mutable std::map<std::string, Kernel> kernels_;
+  mutable std::map<std::string, Kernel> kernels_;  // by the driver's name
 };
 
 // Builds .cl programs once per (source, options) for one device of one context.
