@@ -469,3 +469,21 @@ TEST_CASE("a refused launch ends after the commands it depends on, so a wait on 
     CHECK(test::all_equal(b, 5.0f));
   }
 }
+
+TEST_CASE("every accessor of an empty Kernel handle is a UsageError saying so, not a crash") {
+  const Kernel k;
+  CHECK_FALSE(k);
+  const char* empty = "empty Kernel handle";
+  CHECK_THROWS_WITH_AS((void)k.name(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.program_label(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.num_args(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.arg(0), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.handle(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.context(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.source(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.build_options(), doctest::Contains(empty), UsageError);
+  Controller c(test::options(Policy::async));
+  auto x = c.tile<float>(16, "x");
+  CHECK_THROWS_WITH_AS(c.launch(k, Range(16), io(x)), doctest::Contains("launch of an empty Kernel handle"),
+                       UsageError);
+}

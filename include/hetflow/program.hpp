@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include <hetflow/errors.hpp>
 #include <hetflow/opencl.hpp>
 
 namespace hetflow {
@@ -24,19 +25,20 @@ struct KernelArgInfo {
 
 // A kernel of a built program: its name, its arguments as the driver reports them and the
 // OpenCL handle. Cheap to copy; the controller sets arguments only on its serial enqueue path.
+// Kernel() is an empty handle (operator bool says false): every accessor throws UsageError on it.
 class Kernel {
  public:
   Kernel() = default;
-  const std::string& name() const { return state_->name; }
-  const std::string& program_label() const { return state_->program_label; }
-  std::size_t num_args() const { return state_->args.size(); }
-  const KernelArgInfo& arg(std::size_t i) const { return state_->args.at(i); }
-  const cl::Kernel& handle() const { return state_->kernel; }
-  const cl::Context& context() const { return state_->context; }
+  const std::string& name() const { return state().name; }
+  const std::string& program_label() const { return state().program_label; }
+  std::size_t num_args() const { return state().args.size(); }
+  const KernelArgInfo& arg(std::size_t i) const { return state().args.at(i); }
+  const cl::Kernel& handle() const { return state().kernel; }
+  const cl::Context& context() const { return state().context; }
   // The program's source text and the options it was built with (less the engine's own): what
   // another controller rebuilds it from when a loop over several devices runs the same kernel there.
-  const std::shared_ptr<const std::string>& source() const { return state_->source; }
-  const std::string& build_options() const { return state_->options; }
+  const std::shared_ptr<const std::string>& source() const { return state().source; }
+  const std::string& build_options() const { return state().options; }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -49,6 +51,10 @@ class Kernel {
     std::shared_ptr<const std::string> source;
     std::string options;
   };
+  const State& state() const {
+    if (!state_) throw UsageError("use of an empty Kernel handle (made by Kernel() and never assigned)");
+    return *state_;
+  }
   std::shared_ptr<State> state_;
 };
 
