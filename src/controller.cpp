@@ -223,8 +223,30 @@ void check_arg_count(const Kernel& kernel, std::size_t given, const What& what) 
                    std::to_string(given));
 }
 
+// "(16, 2)": the sizes up to the last of `dims`, and beyond it up to the last other than `unset`.
+std::string sizes_text(const std::array<std::size_t, 3>& sizes, unsigned dims, std::size_t unset) {
+  unsigned n = dims;
+  for (unsigned d = dims; d < 3; ++d)
+    if (sizes[d] != unset) n = d + 1;
+  std::string s = "(";
+  for (unsigned d = 0; d < n; ++d) s += (d ? ", " : "") + std::to_string(sizes[d]);
+  return s + ")";
+}
+
 template <class What>
 void check_global_range(const Range& range, const What& what) {
+  // Range(128).local(16, 2) ran with a (16) work-group: OpenCL reads as many sizes as the range
+  // has dimensions, and drops the others.
+  for (unsigned d = range.dims(); d < 3; ++d) {
+    if (range.has_local() && range.local()[d] != 1)
+      throw UsageError(text(what) + ": the work-group size " + sizes_text(range.local(), range.dims(), 1) +
+                       " has more dimensions than the global range " + sizes_text(range.global(), range.dims(), 1) +
+                       " (" + std::to_string(range.dims()) + "-D; give the range as many)");
+    if (range.has_offset() && range.offset()[d] != 0)
+      throw UsageError(text(what) + ": the offset " + sizes_text(range.offset(), range.dims(), 0) +
+                       " has more dimensions than the global range " + sizes_text(range.global(), range.dims(), 1) +
+                       " (" + std::to_string(range.dims()) + "-D; give the range as many)");
+  }
   std::size_t items = 1;
   for (unsigned d = 0; d < range.dims(); ++d) {
     const std::size_t g = range.global()[d], o = range.offset()[d];

@@ -470,6 +470,31 @@ TEST_CASE("a refused launch ends after the commands it depends on, so a wait on 
   }
 }
 
+TEST_CASE("a local size or offset with more dimensions than the range is a UsageError naming both") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto x = c.tile<float>(128, "x");
+    // OpenCL reads as many sizes as the range has dimensions: this ran with work-groups of 16.
+    check_usage_error([&] { c.launch(scale, Range(128).local(16, 2), io(x), 128, 2.0f); },
+                      {"scale_in_place", "work-group size (16, 2)", "global range (128)", "1-D"});
+    check_usage_error([&] { c.launch(scale, Range(128).local(16, 1, 2), io(x), 128, 2.0f); },
+                      {"work-group size (16, 1, 2)", "global range (128)"});
+    check_usage_error([&] { c.launch(scale, Range(64, 2).local(16, 2, 2), io(x), 128, 2.0f); },
+                      {"work-group size (16, 2, 2)", "global range (64, 2)", "2-D"});
+    check_usage_error([&] { c.launch(scale, Range(64).offset(0, 1), io(x), 128, 2.0f); },
+                      {"the offset (0, 1)", "global range (64)"});
+    // Sizes of 1 and offsets of 0 beyond the range are what OpenCL takes anyway.
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.launch(scale, Range(128).local(16, 1).offset(0, 0), io(x), 128, 2.0f);
+    c.move_from(x);
+    c.wait(x);
+    CHECK(test::all_equal(x, 3.0f));
+  }
+}
+
 TEST_CASE("every accessor of an empty Kernel handle is a UsageError saying so, not a crash") {
   const Kernel k;
   CHECK_FALSE(k);
