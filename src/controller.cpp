@@ -258,6 +258,20 @@ void check_global_range(const Range& range, const What& what) {
   }
 }
 
+// A kernel declaring reqd_work_group_size runs at that local size only. Given none, PoCL and NVIDIA
+// refuse the enqueue with a bare CL_INVALID_WORK_GROUP_SIZE, reported by a later wait. A local size
+// other than the required one is left to the driver, which refuses it as well: that refusal is the
+// one driver failure at enqueue every device gives that this engine's checks let through, which
+// tests/test_errors.cpp needs to test how a failure is reported.
+template <class What>
+void check_required_local(const Kernel& kernel, const Range& range, const What& what) {
+  const auto& required = kernel.required_work_group_size();
+  if (required[0] == 0 || range.has_local()) return;
+  const std::string size = sizes_text(required, 1, 1);
+  throw UsageError(text(what) + ": it requires work-groups of " + size +
+                   " (reqd_work_group_size) and the launch gives no local size: give Range(...).local" + size);
+}
+
 // A tile passed for argument i, a __global or __constant pointer: elements of another size or kind
 // than the kernel reads would be garbage, not an error, once the kernel runs.
 template <class What>
@@ -338,6 +352,7 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   check_arg_count(kernel, args.size(), what);
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
+  check_required_local(kernel, range, what);
   std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
   std::string name = kernel.name();
   auto r =

@@ -92,6 +92,15 @@ Kernel Program::kernel(const std::string& requested) const {
       while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
       k.state_->args.push_back(std::move(a));
     }
+    // Asked once here, not on every launch: launches are checked against it.
+    const auto devices = program_.getInfo<CL_PROGRAM_DEVICES>();
+    if (!devices.empty()) {
+      std::size_t sizes[3] = {0, 0, 0};
+      const cl_int err = clGetKernelWorkGroupInfo(k.state_->kernel(), devices.front()(),
+                                                  CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof sizes, sizes, nullptr);
+      if (err != CL_SUCCESS) throw OpenCLError(err, "clGetKernelWorkGroupInfo(CL_KERNEL_COMPILE_WORK_GROUP_SIZE)");
+      k.state_->required_local = {sizes[0], sizes[1], sizes[2]};
+    }
   });
   kernels_.emplace(driver_name, k);
   return k;

@@ -1,7 +1,9 @@
 // Errors (docs/architecture.md, "Failures"): misuse is a UsageError from the submitting call, before anything
 // runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
 // makes the next wait throw naming it, and leaves the controller working.
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 
@@ -495,6 +497,32 @@ TEST_CASE("a local size or offset with more dimensions than the range is a Usage
   }
 }
 
+TEST_CASE("a kernel that declares reqd_work_group_size, launched with no local size, is a UsageError naming it") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    Kernel k = c.kernel_from_source(
+        "kernel __attribute__((reqd_work_group_size(16, 1, 1)))"
+        " void needs_16(global float* x, int n, float f) {"
+        " const int i = get_global_id(0); if (i < n) x[i] = x[i] * f + 1.0f; }",
+        "needs_16");
+    CHECK(k.required_work_group_size() == std::array<std::size_t, 3>{16, 1, 1});
+    CHECK(c.kernel("hetflow_test.cl", "scale_in_place").required_work_group_size() ==
+          std::array<std::size_t, 3>{0, 0, 0});
+    auto x = c.tile<float>(64, "x");
+    // The driver refused it at the enqueue, and a later wait said only CL_INVALID_WORK_GROUP_SIZE.
+    check_usage_error(
+        [&] { c.launch(k, Range(64), io(x), 64, 2.0f); },
+        {"needs_16", "requires work-groups of (16)", "reqd_work_group_size", "no local size", ".local(16)"});
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.launch(k, Range(64).local(16), io(x), 64, 2.0f);
+    c.move_from(x);
+    c.wait(x);
+    CHECK(test::all_equal(x, 3.0f));
+  }
+}
+
 TEST_CASE("every accessor of an empty Kernel handle is a UsageError saying so, not a crash") {
   const Kernel k;
   CHECK_FALSE(k);
@@ -507,6 +535,7 @@ TEST_CASE("every accessor of an empty Kernel handle is a UsageError saying so, n
   CHECK_THROWS_WITH_AS((void)k.context(), doctest::Contains(empty), UsageError);
   CHECK_THROWS_WITH_AS((void)k.source(), doctest::Contains(empty), UsageError);
   CHECK_THROWS_WITH_AS((void)k.build_options(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.required_work_group_size(), doctest::Contains(empty), UsageError);
   Controller c(test::options(Policy::async));
   auto x = c.tile<float>(16, "x");
   CHECK_THROWS_WITH_AS(c.launch(k, Range(16), io(x)), doctest::Contains("launch of an empty Kernel handle"),

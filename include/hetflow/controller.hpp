@@ -114,9 +114,12 @@ class Controller {
   // (tiles or regions), local_mem<T>(n) for __local, scalars by value. A region argument passes
   // the whole buffer: the box only says what the launch reads or writes, for the hazards — index
   // it yourself (Range::offset(), or a scalar). One tile may appear in several arguments (in(a)
-  // and out(a), disjoint or not). Arguments, and local memory and work-group sizes against the
-  // device's limits, are checked here (UsageError); what the driver refuses fails the request,
-  // reported by a later wait — a local size other than the kernel's own reqd_work_group_size, say.
+  // and out(a), disjoint or not). Checked here (UsageError): the arguments against the kernel's
+  // parameters (a tile's element type against the pointer's: size, kind and signedness; a scalar's
+  // size and kind), the range (a local size or offset beyond its dimensions), local memory and
+  // work-group sizes against the device's limits, and a local size given at all where the kernel
+  // declares reqd_work_group_size. What the driver refuses fails the request, reported by a later
+  // wait — a local size other than the kernel's reqd_work_group_size, say.
   template <class... Args>
   void launch(const Kernel& kernel, const Range& range, Args&&... args) {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});

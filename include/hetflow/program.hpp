@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ class Kernel {
   // another controller rebuilds it from when a loop over several devices runs the same kernel there.
   const std::shared_ptr<const std::string>& source() const { return state().source; }
   const std::string& build_options() const { return state().options; }
+  // Its __attribute__((reqd_work_group_size(x, y, z))), as CL_KERNEL_COMPILE_WORK_GROUP_SIZE says;
+  // {0, 0, 0} when it declares none. A launch must then give exactly this local size (UsageError).
+  const std::array<std::size_t, 3>& required_work_group_size() const { return state().required_local; }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -50,6 +54,7 @@ class Kernel {
     cl::Context context;
     std::shared_ptr<const std::string> source;
     std::string options;
+    std::array<std::size_t, 3> required_local{0, 0, 0};
   };
   const State& state() const {
     if (!state_) throw UsageError("use of an empty Kernel handle (made by Kernel() and never assigned)");
