@@ -30,6 +30,7 @@ struct ClType {
   std::size_t bytes = 0;  // of one element; 0: not a built-in type (a typedef, a struct, size_t)
   char kind = 0;          // 'f' floating point, 'i' integer; 0: neither (also bool)
   std::size_t lanes = 1;  // as written: a 3-vector says 3
+  bool is_unsigned = false;
 };
 ClType cl_type(std::string_view type) {
   struct Known {
@@ -55,6 +56,7 @@ ClType cl_type(std::string_view type) {
     if (k.name.size() == type.size() && k.name == type) {
       t.bytes = k.bytes;
       t.kind = k.kind;
+      t.is_unsigned = k.kind == 'i' && type.front() == 'u';
       break;
     }
   return t;
@@ -65,11 +67,14 @@ std::size_t byte_size(const ClType& t) { return t.bytes * (t.lanes == 3 ? 4 : t.
 
 // Both types known and of another kind or width: `given`, for the message; else null. Bytes of the
 // same size but another kind (an int where a float is read) would pass the size check and give
-// garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
-const char* kind_mismatch(const ClType& w, const char* given) {
+// garbage. With `signedness`, integers of the other signedness too: a tile's elements are read as
+// they are (-1 as 4294967295). A scalar's signedness alone is let through: it is converted, as C
+// would, and keeps its value wherever it fits both.
+const char* kind_mismatch(const ClType& w, const char* given, bool signedness = false) {
   if (!given) return nullptr;
   const ClType g = cl_type(given);
-  if (!w.kind || !g.kind || (w.kind == g.kind && w.lanes == g.lanes)) return nullptr;
+  if (!w.kind || !g.kind) return nullptr;
+  if (w.kind == g.kind && w.lanes == g.lanes && (!signedness || w.is_unsigned == g.is_unsigned)) return nullptr;
   return given;
 }
 
@@ -289,7 +294,7 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                      "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
                      "-byte elements");
-  if (const char* held = kind_mismatch(wanted, a.tile->elem_type))
+  if (const char* held = kind_mismatch(wanted, a.tile->elem_type, true))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
                      " elements, tile '" + a.tile->name + "' holds " + held);
 }

@@ -67,8 +67,21 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
                       {"argument 4", "'float k'", "takes float, got int", "float(value)"});
     check_usage_error([&] { c.launch(mix, Range(64), in(ints), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "points to float elements", "tile 'ints' holds int"});
-    // Signedness alone is let through: the bits are the same, as C's conversion would give.
+    // A scalar's signedness alone is let through: it is converted, as C would, keeping its value.
     c.launch(mix, Range(64), in(a), in(b), out(o), 64u, 1.0f);
+    // A tile's is not: its elements would be read as they are, -1 as 4294967295.
+    auto count = c.kernel_from_source(
+        "kernel void count(global int* x, global uint* y) { x[get_global_id(0)] += 1; y[get_global_id(0)] += 1; }",
+        "count");
+    auto unsigneds = c.tile<unsigned>(64, "unsigneds");
+    check_usage_error([&] { c.launch(count, Range(64), io(unsigneds), io(unsigneds)); },
+                      {"argument 0", "'int* x'", "points to int elements", "tile 'unsigneds' holds uint"});
+    check_usage_error([&] { c.launch(count, Range(64), io(ints), io(ints)); },
+                      {"argument 1", "'uint* y'", "points to uint elements", "tile 'ints' holds int"});
+    auto small = c.tile<std::uint8_t>(64, "small");
+    auto sc = c.kernel_from_source("kernel void sc(global char* x) { x[get_global_id(0)] = 1; }", "sc");
+    check_usage_error([&] { c.launch(sc, Range(64), out(small)); }, {"points to char elements", "holds uchar"});
+    c.launch(count, Range(64), io(ints), io(unsigneds));
     check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
     check_still_works(c);
   }
