@@ -378,7 +378,8 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
   engine_->submit(std::move(r));
 }
 
-void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses) {
+void Controller::submit_hook(std::string name, detail::UniqueFunction<void(const Outcome&)> fn,
+                             std::vector<Access> accesses) {
   const std::string what = "on_ready hook '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what, true);

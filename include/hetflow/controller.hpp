@@ -159,7 +159,7 @@ class Controller {
   template <class F, class... Roles>
     requires std::is_invocable_v<F&, const Outcome&>
   void on_ready(std::string name, F&& fn, Roles&&... roles) {
-    submit_hook(std::move(name), std::function<void(const Outcome&)>(std::forward<F>(fn)),
+    submit_hook(std::move(name), detail::UniqueFunction<void(const Outcome&)>(std::forward<F>(fn)),
                 {Access(std::forward<Roles>(roles))...});
   }
   template <class F, class... Roles>
@@ -212,7 +212,7 @@ class Controller {
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
   void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
-  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
+  void submit_hook(std::string name, detail::UniqueFunction<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
   friend struct detail::ControllerAccess;
