@@ -208,3 +208,24 @@ TEST_CASE("on_ready takes a move-only callable, runs it once and releases what i
     CHECK(test::eventually([&] { return watch.expired(); }));
   }
 }
+
+// Under sync every request but a launch and a hook blocks; a hook is the way to be told without
+// blocking, so it returns at once, and may be submitted from a host task where the blocking ones are
+// refused (controller.hpp says so).
+TEST_CASE("under the sync policy on_ready returns at once, also from inside a host task") {
+  Controller c(test::options(Policy::sync));
+  auto x = c.tile<float>(16, "x");
+  std::atomic<bool> ran{false};
+  bool pending_when_returned = false;
+  c.host_task(
+      "submits a hook",
+      [&] {
+        // Its hook waits for this very task (out(x) then in(x)): had on_ready blocked, it could not return.
+        c.on_ready([&](const Outcome& o) { ran = o.ok(); }, in(x));
+        pending_when_returned = !ran.load();
+      },
+      out(x));
+  CHECK_NOTHROW(c.wait_all());
+  CHECK(pending_when_returned);
+  CHECK(ran.load());
+}

@@ -18,7 +18,8 @@ namespace hetflow {
 
 // async: transfers, kernels and host tasks overlap wherever their tiles allow (one H2D queue, one
 // D2H queue, kernel_queues kernel queues). sync: one queue, and every request except a kernel
-// launch returns only when it is done — the baseline overlap is measured against.
+// launch and an on_ready hook returns only when it is done — the baseline overlap is measured
+// against. A hook returns at once under either: it is the way to be told without blocking.
 enum class Policy { async, sync };
 const char* to_string(Policy p);
 // "async" or "sync"; throws UsageError naming the text otherwise.
@@ -129,9 +130,9 @@ class Controller {
   // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
   // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
   // async policy (they are ordered after everything submitted before them); a call that would block
-  // on this controller — wait(), wait_all(), or under sync any request but a launch — throws
-  // UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on another
-  // request by other means (a flag another host task sets): host tasks share TBB's few threads, and
+  // on this controller — wait(), wait_all(), or under sync any request but a launch or on_ready —
+  // throws UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on
+  // another request by other means (a flag another host task sets): host tasks share TBB's few threads, and
   // with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
@@ -151,10 +152,12 @@ class Controller {
   // (its failure is still reported by a wait, as ever). When they succeeded fn may use the declared
   // host images as a host task does, and later requests on those tiles wait for fn. device_image(in(t))
   // waits for the commands writing t's device image instead (a kernel's end), with no transfer.
-  // Never blocks, and no thread blocks or spins for it while the device works: the engine learns of
+  // Never blocks, under the sync policy too, so it may be called from a host task or hook under
+  // either policy; no thread blocks or spins for it while the device works: the engine learns of
   // the commands' end from a sleeping poll (every ≤ 1 ms) while a hook waits, and from the driver's
-  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn may submit requests
-  // (async policy, as in a host task); if it throws, a later wait reports it as a failed request.
+  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn runs once and may be
+  // move-only (a lambda owning a std::unique_ptr). fn may submit requests (async policy, as in a
+  // host task); if it throws, a later wait reports it as a failed request.
   // This is what flow-graph nodes (hetflow/flow.hpp) are built on.
   template <class F, class... Roles>
     requires std::is_invocable_v<F&, const Outcome&>
