@@ -2,6 +2,7 @@
 #include <hetflow/program.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -33,6 +34,23 @@ std::string with_arg_info(const std::string& options) {
 std::string with_file_named(std::string log, const std::string& label) {
   static const std::regex pocl_copy(R"([^\s:]*/kcache/tempfile_[A-Za-z0-9]+\.cl)");
   return std::regex_replace(log, pocl_copy, label);
+}
+
+// The kernel file's own directory, first on the include path: `#include "helper.h"` finds the file
+// beside the .cl file, as a C compiler's quoted include does. The driver compiles a copy of the
+// text (PoCL's under its cache), so without this the include is looked up elsewhere. A directory
+// with whitespace is quoted, as NVIDIA's and newer PoCL's option parsers take it (PoCL 3.1 does not
+// unquote it, so there such a directory is not searched, but the build still works); one with a
+// double quote is left out: no driver's quoting takes it, and PoCL 3.1 fails the build.
+std::string with_file_directory(const std::string& options, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return options;
+  const std::string dir = absolute.lexically_normal().parent_path().string();
+  if (dir.empty() || dir.find('"') != std::string::npos) return options;
+  const bool spaces = dir.find_first_of(" \t\n\r\f\v") != std::string::npos;
+  const std::string include = spaces ? "-I \"" + dir + "\"" : "-I " + dir;
+  return options.empty() ? include : include + " " + options;
 }
 
 }  // namespace
@@ -123,7 +141,7 @@ std::shared_ptr<const Program> ProgramCache::from_file(const std::string& file, 
   if (!in) throw FileNotFoundError("kernel file '" + path + "' exists but cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  auto program = build(text.str(), options, path);
+  auto program = build(text.str(), with_file_directory(options, path), path);
   std::lock_guard lock(mutex_);
   return by_key_.try_emplace({"file:" + path, options}, program).first->second;
 }

@@ -79,7 +79,8 @@ class Controller {
   const cl::Context& context() const;
   ProgramCache& programs();  // thread-safe itself (see ProgramCache)
 
-  // Thread-safe: builds go through the program cache's lock.
+  // Thread-safe: builds go through the program cache's lock. `file` is found, and its own directory
+  // put on its include path, as ProgramCache::from_file says (hetflow/program.hpp).
 
   Kernel kernel(const std::string& file, const std::string& name, const std::string& build_options = {});
   Kernel kernel_from_source(const std::string& source, const std::string& name, const std::string& build_options = {});

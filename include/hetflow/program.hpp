@@ -36,8 +36,9 @@ class Kernel {
   const KernelArgInfo& arg(std::size_t i) const { return state().args.at(i); }
   const cl::Kernel& handle() const { return state().kernel; }
   const cl::Context& context() const { return state().context; }
-  // The program's source text and the options it was built with (less the engine's own): what
-  // another controller rebuilds it from when a loop over several devices runs the same kernel there.
+  // The program's source text and the options it was built with (less the engine's own; a file's
+  // own directory's -I included): what another controller rebuilds it from when a loop over
+  // several devices runs the same kernel there.
   const std::shared_ptr<const std::string>& source() const { return state().source; }
   const std::string& build_options() const { return state().options; }
   // Its __attribute__((reqd_work_group_size(x, y, z))), as CL_KERNEL_COMPILE_WORK_GROUP_SIZE says;
@@ -70,6 +71,7 @@ class Program {
   Program(cl::Program program, cl::Context context, std::string label, std::string options,
           std::shared_ptr<const std::string> source = nullptr);
   const std::string& label() const { return label_; }  // the file it came from, or "<source>"
+  // The options given; a file's have -I of its directory first (ProgramCache::from_file).
   const std::string& options() const { return options_; }
   const std::shared_ptr<const std::string>& source() const { return source_; }  // null if not given
   // The kernels' names as the source declares them, also where the driver knows one by another
@@ -97,7 +99,12 @@ class Program {
 // asking for the same program may both build it, and one build is kept).
 // An absolute file is taken as it is; a relative one is looked up, in order, in each directory of
 // HETFLOW_KERNEL_PATH (':'-separated), the working directory, the source tree's kernels_cl/, and the
-// installed share/hetflow/kernels_cl/ next to the library.
+// installed share/hetflow/kernels_cl/ next to the library. The file's own directory comes first on
+// its include path (`-I <dir>` before the given options, which Program::options() then shows), so
+// `#include "helper.h"` finds helper.h beside the .cl file, as a C compiler would; more -I options
+// are for other directories. A directory with whitespace is passed quoted, which PoCL 3.1 does not
+// unquote (there such a directory is not searched; docs/drivers.md); one with a double quote in its
+// name is not passed.
 class ProgramCache {
  public:
   ProgramCache(cl::Context context, cl::Device device);
