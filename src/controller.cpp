@@ -31,6 +31,7 @@ struct ClType {
   std::size_t bytes = 0;  // of one element; 0: not a built-in type (a typedef, a struct, size_t)
   char kind = 0;          // 'f' floating point, 'i' integer; 0: neither (also bool)
   std::size_t lanes = 1;  // as written: a 3-vector says 3
+  bool is_unsigned = false;
 };
 ClType cl_type(std::string_view type) {
   struct Known {
@@ -56,6 +57,7 @@ ClType cl_type(std::string_view type) {
     if (k.name.size() == type.size() && k.name == type) {
       t.bytes = k.bytes;
       t.kind = k.kind;
+      t.is_unsigned = k.kind == 'i' && type.front() == 'u';
       break;
     }
   return t;
@@ -66,11 +68,14 @@ std::size_t byte_size(const ClType& t) { return t.bytes * (t.lanes == 3 ? 4 : t.
 
 // Both types known and of another kind or width: `given`, for the message; else null. Bytes of the
 // same size but another kind (an int where a float is read) would pass the size check and give
-// garbage; signedness alone (int for uint) reinterprets the same bits and is let through, as C would.
-const char* kind_mismatch(const ClType& w, const char* given) {
+// garbage. With `signedness`, integers of the other signedness too: a tile's elements are read as
+// they are (-1 as 4294967295). A scalar's signedness alone is let through: it is converted, as C
+// would, and keeps its value wherever it fits both.
+const char* kind_mismatch(const ClType& w, const char* given, bool signedness = false) {
   if (!given) return nullptr;
   const ClType g = cl_type(given);
-  if (!w.kind || !g.kind || (w.kind == g.kind && w.lanes == g.lanes)) return nullptr;
+  if (!w.kind || !g.kind) return nullptr;
+  if (w.kind == g.kind && w.lanes == g.lanes && (!signedness || w.is_unsigned == g.is_unsigned)) return nullptr;
   return given;
 }
 
@@ -231,8 +236,30 @@ void check_arg_count(const Kernel& kernel, std::size_t given, const What& what) 
                    std::to_string(given));
 }
 
+// "(16, 2)": the sizes up to the last of `dims`, and beyond it up to the last other than `unset`.
+std::string sizes_text(const std::array<std::size_t, 3>& sizes, unsigned dims, std::size_t unset) {
+  unsigned n = dims;
+  for (unsigned d = dims; d < 3; ++d)
+    if (sizes[d] != unset) n = d + 1;
+  std::string s = "(";
+  for (unsigned d = 0; d < n; ++d) s += (d ? ", " : "") + std::to_string(sizes[d]);
+  return s + ")";
+}
+
 template <class What>
 void check_global_range(const Range& range, const What& what) {
+  // Range(128).local(16, 2) ran with a (16) work-group: OpenCL reads as many sizes as the range
+  // has dimensions, and drops the others.
+  for (unsigned d = range.dims(); d < 3; ++d) {
+    if (range.has_local() && range.local()[d] != 1)
+      throw UsageError(text(what) + ": the work-group size " + sizes_text(range.local(), range.dims(), 1) +
+                       " has more dimensions than the global range " + sizes_text(range.global(), range.dims(), 1) +
+                       " (" + std::to_string(range.dims()) + "-D; give the range as many)");
+    if (range.has_offset() && range.offset()[d] != 0)
+      throw UsageError(text(what) + ": the offset " + sizes_text(range.offset(), range.dims(), 0) +
+                       " has more dimensions than the global range " + sizes_text(range.global(), range.dims(), 1) +
+                       " (" + std::to_string(range.dims()) + "-D; give the range as many)");
+  }
   std::size_t items = 1;
   for (unsigned d = 0; d < range.dims(); ++d) {
     const std::size_t g = range.global()[d], o = range.offset()[d];
@@ -242,6 +269,20 @@ void check_global_range(const Range& range, const What& what) {
       throw UsageError(text(what) + ": the global range " + std::to_string(g) + " at offset " + std::to_string(o) +
                        " in dimension " + std::to_string(d) + " overflows a size_t");
   }
+}
+
+// A kernel declaring reqd_work_group_size runs at that local size only. Given none, PoCL and NVIDIA
+// refuse the enqueue with a bare CL_INVALID_WORK_GROUP_SIZE, reported by a later wait. A local size
+// other than the required one is left to the driver, which refuses it as well: that refusal is the
+// one driver failure at enqueue every device gives that this engine's checks let through, which
+// tests/test_errors.cpp needs to test how a failure is reported.
+template <class What>
+void check_required_local(const Kernel& kernel, const Range& range, const What& what) {
+  const auto& required = kernel.required_work_group_size();
+  if (required[0] == 0 || range.has_local()) return;
+  const std::string size = sizes_text(required, 1, 1);
+  throw UsageError(text(what) + ": it requires work-groups of " + size +
+                   " (reqd_work_group_size) and the launch gives no local size: give Range(...).local" + size);
 }
 
 // A tile passed for argument i, a __global or __constant pointer: elements of another size or kind
@@ -261,7 +302,7 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                      "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
                      "-byte elements");
-  if (const char* held = kind_mismatch(wanted, a.tile->elem_type))
+  if (const char* held = kind_mismatch(wanted, a.tile->elem_type, true))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
                      " elements, tile '" + a.tile->name + "' holds " + held);
 }
@@ -324,6 +365,7 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   check_arg_count(kernel, args.size(), what);
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
+  check_required_local(kernel, range, what);
   std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
   std::string name = kernel.name();
   auto r =
@@ -344,7 +386,8 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
   engine_->submit(std::move(r));
 }
 
-void Controller::submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses) {
+void Controller::submit_hook(std::string name, detail::UniqueFunction<void(const Outcome&)> fn,
+                             std::vector<Access> accesses) {
   const std::string what = "on_ready hook '" + name + "'";
   for (const auto& a : accesses) {
     check_tile(*engine_, a, what, true);

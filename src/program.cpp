@@ -2,9 +2,11 @@
 #include <hetflow/program.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "cl_call.hpp"
 #include "log.hpp"
@@ -34,6 +36,23 @@ std::string with_file_named(std::string log, const std::string& label) {
   return std::regex_replace(log, pocl_copy, label);
 }
 
+// The kernel file's own directory, first on the include path: `#include "helper.h"` finds the file
+// beside the .cl file, as a C compiler's quoted include does. The driver compiles a copy of the
+// text (PoCL's under its cache), so without this the include is looked up elsewhere. A directory
+// with whitespace is quoted, as NVIDIA's and newer PoCL's option parsers take it (PoCL 3.1 does not
+// unquote it, so there such a directory is not searched, but the build still works); one with a
+// double quote is left out: no driver's quoting takes it, and PoCL 3.1 fails the build.
+std::string with_file_directory(const std::string& options, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return options;
+  const std::string dir = absolute.lexically_normal().parent_path().string();
+  if (dir.empty() || dir.find('"') != std::string::npos) return options;
+  const bool spaces = dir.find_first_of(" \t\n\r\f\v") != std::string::npos;
+  const std::string include = spaces ? "-I \"" + dir + "\"" : "-I " + dir;
+  return options.empty() ? include : include + " " + options;
+}
+
 }  // namespace
 
 Program::Program(cl::Program program, cl::Context context, std::string label, std::string options,
@@ -43,19 +62,35 @@ Program::Program(cl::Program program, cl::Context context, std::string label, st
       label_(std::move(label)),
       options_(std::move(options)),
       source_(std::move(source)) {
-  kernel_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
+  driver_names_ = split_names(detail::cl_call("the kernel names of program '" + label_ + "'",
                                               [&] { return program_.getInfo<CL_PROGRAM_KERNEL_NAMES>(); }));
+  // PoCL 3.1 prefixes "_cl_" to a kernel named after an OpenCL built-in (mix, clamp, dot...), and
+  // knows it by that name only: the program asks for the name it wrote. A "_cl_" name the source
+  // spells out, or whose bare name another kernel has, is the kernel's own.
+  kernel_names_ = driver_names_;
+  for (auto& n : kernel_names_) {
+    constexpr std::string_view prefix = "_cl_";
+    if (n.size() <= prefix.size() || n.compare(0, prefix.size(), prefix) != 0) continue;
+    if (source_ && source_->find(n) != std::string::npos) continue;
+    const std::string bare = n.substr(prefix.size());
+    if (std::find(driver_names_.begin(), driver_names_.end(), bare) == driver_names_.end()) n = bare;
+  }
 }
 
-Kernel Program::kernel(const std::string& name) const {
+Kernel Program::kernel(const std::string& requested) const {
   std::lock_guard lock(mutex_);
-  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
+  auto at = std::size_t(std::find(kernel_names_.begin(), kernel_names_.end(), requested) - kernel_names_.begin());
+  if (at == kernel_names_.size())
+    at = std::size_t(std::find(driver_names_.begin(), driver_names_.end(), requested) - driver_names_.begin());
+  if (at == kernel_names_.size()) {
     std::string known;
     for (const auto& k : kernel_names_) known += (known.empty() ? "" : ", ") + k;
-    throw UsageError("program '" + label_ + "' has no kernel named '" + name +
+    throw UsageError("program '" + label_ + "' has no kernel named '" + requested +
                      "'; its kernels are: " + (known.empty() ? "(none)" : known));
   }
+  const std::string& name = kernel_names_[at];
+  const std::string& driver_name = driver_names_[at];
+  if (auto it = kernels_.find(driver_name); it != kernels_.end()) return it->second;
   Kernel k;
   k.state_ = std::make_shared<Kernel::State>();
   k.state_->name = name;
@@ -64,7 +99,7 @@ Kernel Program::kernel(const std::string& name) const {
   k.state_->source = source_;
   k.state_->options = options_;
   detail::cl_call("creating kernel '" + name + "' of program '" + label_ + "'", [&] {
-    k.state_->kernel = cl::Kernel(program_, name.c_str());
+    k.state_->kernel = cl::Kernel(program_, driver_name.c_str());
     const cl_uint nargs = k.state_->kernel.getInfo<CL_KERNEL_NUM_ARGS>();
     for (cl_uint i = 0; i < nargs; ++i) {
       KernelArgInfo a;
@@ -75,8 +110,17 @@ Kernel Program::kernel(const std::string& name) const {
       while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
       k.state_->args.push_back(std::move(a));
     }
+    // Asked once here, not on every launch: launches are checked against it.
+    const auto devices = program_.getInfo<CL_PROGRAM_DEVICES>();
+    if (!devices.empty()) {
+      std::size_t sizes[3] = {0, 0, 0};
+      const cl_int err = clGetKernelWorkGroupInfo(k.state_->kernel(), devices.front()(),
+                                                  CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof sizes, sizes, nullptr);
+      if (err != CL_SUCCESS) throw OpenCLError(err, "clGetKernelWorkGroupInfo(CL_KERNEL_COMPILE_WORK_GROUP_SIZE)");
+      k.state_->required_local = {sizes[0], sizes[1], sizes[2]};
+    }
   });
-  kernels_.emplace(name, k);
+  kernels_.emplace(driver_name, k);
   return k;
 }
 
@@ -97,7 +141,7 @@ std::shared_ptr<const Program> ProgramCache::from_file(const std::string& file, 
   if (!in) throw FileNotFoundError("kernel file '" + path + "' exists but cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  auto program = build(text.str(), options, path);
+  auto program = build(text.str(), with_file_directory(options, path), path);
   std::lock_guard lock(mutex_);
   return by_key_.try_emplace({"file:" + path, options}, program).first->second;
 }

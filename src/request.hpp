@@ -91,7 +91,7 @@ struct HostWork {  // a host task, or a tile's release (`fn` frees the tile)
 };
 // A completion hook (Controller::on_ready): runs whatever its predecessors' outcome, and is told it.
 struct HookWork {
-  std::function<void(const Outcome&)> fn;
+  UniqueFunction<void(const Outcome&)> fn;
 };
 // wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
 struct WaitWork {

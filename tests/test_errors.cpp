@@ -1,7 +1,9 @@
 // Errors (docs/architecture.md, "Failures"): misuse is a UsageError from the submitting call, before anything
 // runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
 // makes the next wait throw naming it, and leaves the controller working.
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 
@@ -65,8 +67,21 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
                       {"argument 4", "'float k'", "takes float, got int", "float(value)"});
     check_usage_error([&] { c.launch(mix, Range(64), in(ints), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "points to float elements", "tile 'ints' holds int"});
-    // Signedness alone is let through: the bits are the same, as C's conversion would give.
+    // A scalar's signedness alone is let through: it is converted, as C would, keeping its value.
     c.launch(mix, Range(64), in(a), in(b), out(o), 64u, 1.0f);
+    // A tile's is not: its elements would be read as they are, -1 as 4294967295.
+    auto count = c.kernel_from_source(
+        "kernel void count(global int* x, global uint* y) { x[get_global_id(0)] += 1; y[get_global_id(0)] += 1; }",
+        "count");
+    auto unsigneds = c.tile<unsigned>(64, "unsigneds");
+    check_usage_error([&] { c.launch(count, Range(64), io(unsigneds), io(unsigneds)); },
+                      {"argument 0", "'int* x'", "points to int elements", "tile 'unsigneds' holds uint"});
+    check_usage_error([&] { c.launch(count, Range(64), io(ints), io(ints)); },
+                      {"argument 1", "'uint* y'", "points to uint elements", "tile 'ints' holds int"});
+    auto small = c.tile<std::uint8_t>(64, "small");
+    auto sc = c.kernel_from_source("kernel void sc(global char* x) { x[get_global_id(0)] = 1; }", "sc");
+    check_usage_error([&] { c.launch(sc, Range(64), out(small)); }, {"points to char elements", "holds uchar"});
+    c.launch(count, Range(64), io(ints), io(unsigneds));
     check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
     check_still_works(c);
   }
@@ -501,4 +516,74 @@ TEST_CASE("a refused launch ends after the commands it depends on, so a wait on 
     c.wait(b);
     CHECK(test::all_equal(b, 5.0f));
   }
+}
+
+TEST_CASE("a local size or offset with more dimensions than the range is a UsageError naming both") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto x = c.tile<float>(128, "x");
+    // OpenCL reads as many sizes as the range has dimensions: this ran with work-groups of 16.
+    check_usage_error([&] { c.launch(scale, Range(128).local(16, 2), io(x), 128, 2.0f); },
+                      {"scale_in_place", "work-group size (16, 2)", "global range (128)", "1-D"});
+    check_usage_error([&] { c.launch(scale, Range(128).local(16, 1, 2), io(x), 128, 2.0f); },
+                      {"work-group size (16, 1, 2)", "global range (128)"});
+    check_usage_error([&] { c.launch(scale, Range(64, 2).local(16, 2, 2), io(x), 128, 2.0f); },
+                      {"work-group size (16, 2, 2)", "global range (64, 2)", "2-D"});
+    check_usage_error([&] { c.launch(scale, Range(64).offset(0, 1), io(x), 128, 2.0f); },
+                      {"the offset (0, 1)", "global range (64)"});
+    // Sizes of 1 and offsets of 0 beyond the range are what OpenCL takes anyway.
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.launch(scale, Range(128).local(16, 1).offset(0, 0), io(x), 128, 2.0f);
+    c.move_from(x);
+    c.wait(x);
+    CHECK(test::all_equal(x, 3.0f));
+  }
+}
+
+TEST_CASE("a kernel that declares reqd_work_group_size, launched with no local size, is a UsageError naming it") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    Kernel k = c.kernel_from_source(
+        "kernel __attribute__((reqd_work_group_size(16, 1, 1)))"
+        " void needs_16(global float* x, int n, float f) {"
+        " const int i = get_global_id(0); if (i < n) x[i] = x[i] * f + 1.0f; }",
+        "needs_16");
+    CHECK(k.required_work_group_size() == std::array<std::size_t, 3>{16, 1, 1});
+    CHECK(c.kernel("hetflow_test.cl", "scale_in_place").required_work_group_size() ==
+          std::array<std::size_t, 3>{0, 0, 0});
+    auto x = c.tile<float>(64, "x");
+    // The driver refused it at the enqueue, and a later wait said only CL_INVALID_WORK_GROUP_SIZE.
+    check_usage_error(
+        [&] { c.launch(k, Range(64), io(x), 64, 2.0f); },
+        {"needs_16", "requires work-groups of (16)", "reqd_work_group_size", "no local size", ".local(16)"});
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.launch(k, Range(64).local(16), io(x), 64, 2.0f);
+    c.move_from(x);
+    c.wait(x);
+    CHECK(test::all_equal(x, 3.0f));
+  }
+}
+
+TEST_CASE("every accessor of an empty Kernel handle is a UsageError saying so, not a crash") {
+  const Kernel k;
+  CHECK_FALSE(k);
+  const char* empty = "empty Kernel handle";
+  CHECK_THROWS_WITH_AS((void)k.name(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.program_label(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.num_args(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.arg(0), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.handle(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.context(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.source(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.build_options(), doctest::Contains(empty), UsageError);
+  CHECK_THROWS_WITH_AS((void)k.required_work_group_size(), doctest::Contains(empty), UsageError);
+  Controller c(test::options(Policy::async));
+  auto x = c.tile<float>(16, "x");
+  CHECK_THROWS_WITH_AS(c.launch(k, Range(16), io(x)), doctest::Contains("launch of an empty Kernel handle"),
+                       UsageError);
 }

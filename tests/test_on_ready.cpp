@@ -184,3 +184,48 @@ TEST_CASE("misuse of device_image and on_ready is refused with what is wrong") {
   CHECK_THROWS_WITH_AS(c.on_ready([](const Outcome&) {}, in(d)), doctest::Contains("device_image(in(t))"), UsageError);
   c.wait_all();
 }
+
+// As host_task does: a hook runs once, so it may own what it uses. With std::function this did not
+// compile (a std::function must be copyable).
+TEST_CASE("on_ready takes a move-only callable, runs it once and releases what it owns") {
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(16, "x");
+    test::fill(x, 2.0f);
+    c.move_to(x);
+    auto owned = std::make_shared<int>(7);
+    std::weak_ptr<int> watch = owned;
+    std::atomic<int> seen{0};
+    c.on_ready(
+        "owns",
+        [held = std::make_unique<std::shared_ptr<int>>(std::move(owned)), &seen](const Outcome& o) {
+          if (o.ok()) seen = **held;
+        },
+        in(x));
+    c.wait_all();
+    CHECK(seen.load() == 7);
+    CHECK(test::eventually([&] { return watch.expired(); }));
+  }
+}
+
+// Under sync every request but a launch and a hook blocks; a hook is the way to be told without
+// blocking, so it returns at once, and may be submitted from a host task where the blocking ones are
+// refused (controller.hpp says so).
+TEST_CASE("under the sync policy on_ready returns at once, also from inside a host task") {
+  Controller c(test::options(Policy::sync));
+  auto x = c.tile<float>(16, "x");
+  std::atomic<bool> ran{false};
+  bool pending_when_returned = false;
+  c.host_task(
+      "submits a hook",
+      [&] {
+        // Its hook waits for this very task (out(x) then in(x)): had on_ready blocked, it could not return.
+        c.on_ready([&](const Outcome& o) { ran = o.ok(); }, in(x));
+        pending_when_returned = !ran.load();
+      },
+      out(x));
+  CHECK_NOTHROW(c.wait_all());
+  CHECK(pending_when_returned);
+  CHECK(ran.load());
+}

@@ -147,3 +147,101 @@ TEST_CASE("an unknown kernel name lists the kernels the program has") {
     CHECK(msg.find("hetflow_test.cl") != std::string::npos);
   }
 }
+
+// PoCL 3.1 knows a kernel named after an OpenCL built-in by "_cl_<name>" only (docs/drivers.md).
+TEST_CASE("a kernel named after an OpenCL built-in is found by the name the source gives it") {
+  const std::string src =
+      "kernel void mix(global float* x, float k) { x[get_global_id(0)] *= k; }\n"
+      "kernel void _cl_own(global float* x) { x[get_global_id(0)] = 0.0f; }\n";
+  Fixture f;
+  auto program = f.cache.from_source(src, "", "builtins.cl");
+  const auto& names = program->kernel_names();
+  CHECK(std::find(names.begin(), names.end(), "mix") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "_cl_mix") == names.end());
+  CHECK(std::find(names.begin(), names.end(), "_cl_own") != names.end());  // spelt so by the source
+  auto k = program->kernel("mix");
+  CHECK(k.name() == "mix");
+  CHECK(k.num_args() == 2);
+  CHECK(program->kernel("_cl_own").name() == "_cl_own");
+  if (f.choice.device.platform_name == "Portable Computing Language") {  // the driver's own name, the same kernel
+    auto by_driver_name = program->kernel("_cl_mix");
+    CHECK(by_driver_name.name() == "mix");
+    CHECK(by_driver_name.handle()() == k.handle()());
+  }
+  try {
+    program->kernel("mx");
+    FAIL("no error");
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("its kernels are: ") != std::string::npos);
+    CHECK(msg.find("_cl_mix") == std::string::npos);
+  }
+
+  // And through a controller: it runs, and requests carry the source's name.
+  ControllerOptions o;
+  o.record = true;
+  Controller c(o);
+  auto mix = c.kernel_from_source(src, "mix");
+  auto x = c.tile<float>(64, "x");
+  std::fill(x.data(), x.data() + 64, 2.0f);
+  c.move_to(x);
+  c.launch(mix, Range(64), io(x), 3.0f);
+  c.move_from(x);
+  c.wait(x);
+  CHECK(x[0] == 6.0f);
+  CHECK(x[63] == 6.0f);
+  bool named = false;
+  for (const auto& r : c.records()) named = named || r.name == "mix";
+  CHECK(named);
+}
+
+// The driver compiles a copy of the text (PoCL's under its cache), so a quoted include was looked up
+// beside that copy; a C compiler looks beside the including file first.
+TEST_CASE("#include \"helper.h\" in a .cl file finds helper.h beside it, by HETFLOW_KERNEL_PATH or an absolute path") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hetflow-include-test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "helper.h") << "#define HELPER_VALUE 42\n";
+  std::ofstream(dir / "uses_helper.cl")
+      << "#include \"helper.h\"\n__kernel void uses_helper(__global int* x) { x[0] = HELPER_VALUE; }\n";
+  {
+    ::setenv("HETFLOW_KERNEL_PATH", dir.c_str(), 1);
+    Fixture f;
+    auto program = f.cache.from_file("uses_helper.cl");
+    CHECK(program->kernel("uses_helper").name() == "uses_helper");
+    ::unsetenv("HETFLOW_KERNEL_PATH");
+    // Options given are kept, after it; Program::options() (what a rebuild elsewhere uses) shows it.
+    auto with_options = f.cache.from_file((dir / "uses_helper.cl").string(), "-DOTHER=1");
+    CHECK(with_options->options().find(dir.string()) != std::string::npos);
+    CHECK(with_options->options().find("-DOTHER=1") != std::string::npos);
+    // It runs, with the value from the header, and builds again from the kernel's source and options.
+    Controller c;
+    auto k = c.kernel((dir / "uses_helper.cl").string(), "uses_helper");
+    auto x = c.tile<int>(1, "x");
+    c.launch(k, Range(1), out(x));
+    c.move_from(x);
+    c.wait(x);
+    CHECK(x[0] == 42);
+    CHECK_NOTHROW(f.cache.from_source(*k.source(), k.build_options(), k.program_label())->kernel("uses_helper"));
+  }
+  // A directory with a space in its name is passed quoted: the build works on every driver, and the
+  // include too, except on PoCL before 4, which does not unquote build options (docs/drivers.md).
+  const fs::path spaced = fs::temp_directory_path() / "hetflow include test";
+  fs::create_directories(spaced);
+  std::ofstream(spaced / "helper.h") << "#define HELPER_VALUE 43\n";
+  std::ofstream(spaced / "plain.cl") << "__kernel void plain(__global int* x) { x[0] = 1; }\n";
+  std::ofstream(spaced / "uses_helper.cl")
+      << "#include \"helper.h\"\n__kernel void uses_helper(__global int* x) { x[0] = HELPER_VALUE; }\n";
+  {
+    Fixture f;
+    CHECK_NOTHROW(f.cache.from_file((spaced / "plain.cl").string())->kernel("plain"));
+    // Its platform version reads "OpenCL 3.0 PoCL 3.1+debian ...".
+    const std::string& v = f.choice.device.platform_version;
+    const auto at = v.find("PoCL ");
+    const bool keeps_quotes = at != std::string::npos && at + 5 < v.size() && v[at + 5] >= '0' && v[at + 5] <= '3' &&
+                              (at + 6 >= v.size() || v[at + 6] == '.');
+    if (!keeps_quotes) CHECK_NOTHROW(f.cache.from_file((spaced / "uses_helper.cl").string())->kernel("uses_helper"));
+  }
+  fs::remove_all(dir);
+  fs::remove_all(spaced);
+}

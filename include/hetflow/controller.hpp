@@ -18,7 +18,8 @@ namespace hetflow {
 
 // async: transfers, kernels and host tasks overlap wherever their tiles allow (one H2D queue, one
 // D2H queue, kernel_queues kernel queues). sync: one queue, and every request except a kernel
-// launch returns only when it is done — the baseline overlap is measured against.
+// launch and an on_ready hook returns only when it is done — the baseline overlap is measured
+// against. A hook returns at once under either: it is the way to be told without blocking.
 enum class Policy { async, sync };
 const char* to_string(Policy p);
 // "async" or "sync"; throws UsageError naming the text otherwise.
@@ -80,7 +81,8 @@ class Controller {
   const cl::Context& context() const;
   ProgramCache& programs();  // thread-safe itself (see ProgramCache)
 
-  // Thread-safe: builds go through the program cache's lock.
+  // Thread-safe: builds go through the program cache's lock. `file` is found, and its own directory
+  // put on its include path, as ProgramCache::from_file says (hetflow/program.hpp).
 
   Kernel kernel(const std::string& file, const std::string& name, const std::string& build_options = {});
   Kernel kernel_from_source(const std::string& source, const std::string& name, const std::string& build_options = {});
@@ -116,9 +118,12 @@ class Controller {
   // (tiles or regions), local_mem<T>(n) for __local, scalars by value. A region argument passes
   // the whole buffer: the box only says what the launch reads or writes, for the hazards — index
   // it yourself (Range::offset(), or a scalar). One tile may appear in several arguments (in(a)
-  // and out(a), disjoint or not). Arguments, and local memory and work-group sizes against the
-  // device's limits, are checked here (UsageError); what the driver refuses fails the request,
-  // reported by a later wait — a local size other than the kernel's own reqd_work_group_size, say.
+  // and out(a), disjoint or not). Checked here (UsageError): the arguments against the kernel's
+  // parameters (a tile's element type against the pointer's: size, kind and signedness; a scalar's
+  // size and kind), the range (a local size or offset beyond its dimensions), local memory and
+  // work-group sizes against the device's limits, and a local size given at all where the kernel
+  // declares reqd_work_group_size. What the driver refuses fails the request, reported by a later
+  // wait — a local size other than the kernel's reqd_work_group_size, say.
   template <class... Args>
   void launch(const Kernel& kernel, const Range& range, Args&&... args) {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});
@@ -128,9 +133,9 @@ class Controller {
   // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
   // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
   // async policy (they are ordered after everything submitted before them); a call that would block
-  // on this controller — wait(), wait_all(), or under sync any request but a launch — throws
-  // UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on another
-  // request by other means (a flag another host task sets): host tasks share TBB's few threads, and
+  // on this controller — wait(), wait_all(), or under sync any request but a launch or on_ready —
+  // throws UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on
+  // another request by other means (a flag another host task sets): host tasks share TBB's few threads, and
   // with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
@@ -150,15 +155,17 @@ class Controller {
   // (its failure is still reported by a wait, as ever). When they succeeded fn may use the declared
   // host images as a host task does, and later requests on those tiles wait for fn. device_image(in(t))
   // waits for the commands writing t's device image instead (a kernel's end), with no transfer.
-  // Never blocks, and no thread blocks or spins for it while the device works: the engine learns of
+  // Never blocks, under the sync policy too, so it may be called from a host task or hook under
+  // either policy; no thread blocks or spins for it while the device works: the engine learns of
   // the commands' end from a sleeping poll (every ≤ 1 ms) while a hook waits, and from the driver's
-  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn may submit requests
-  // (async policy, as in a host task); if it throws, a later wait reports it as a failed request.
+  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn runs once and may be
+  // move-only (a lambda owning a std::unique_ptr). fn may submit requests (async policy, as in a
+  // host task); if it throws, a later wait reports it as a failed request.
   // This is what flow-graph nodes (hetflow/flow.hpp) are built on.
   template <class F, class... Roles>
     requires std::is_invocable_v<F&, const Outcome&>
   void on_ready(std::string name, F&& fn, Roles&&... roles) {
-    submit_hook(std::move(name), std::function<void(const Outcome&)>(std::forward<F>(fn)),
+    submit_hook(std::move(name), detail::UniqueFunction<void(const Outcome&)>(std::forward<F>(fn)),
                 {Access(std::forward<Roles>(roles))...});
   }
   template <class F, class... Roles>
@@ -213,7 +220,7 @@ class Controller {
   void submit_transfer(bool to_device, Access access);
   void submit_launch(const Kernel& kernel, const Range& range, std::vector<detail::KernelArg> args);
   void submit_host(std::string name, detail::UniqueFunction<void()> fn, std::vector<Access> accesses);
-  void submit_hook(std::string name, std::function<void(const Outcome&)> fn, std::vector<Access> accesses);
+  void submit_hook(std::string name, detail::UniqueFunction<void(const Outcome&)> fn, std::vector<Access> accesses);
   friend class flow::detail::NodeCore;
   friend class detail::LoopState;
   friend struct detail::ControllerAccess;

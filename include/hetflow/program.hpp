@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -6,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <hetflow/errors.hpp>
 #include <hetflow/opencl.hpp>
 
 namespace hetflow {
@@ -24,19 +26,24 @@ struct KernelArgInfo {
 
 // A kernel of a built program: its name, its arguments as the driver reports them and the
 // OpenCL handle. Cheap to copy; the controller sets arguments only on its serial enqueue path.
+// Kernel() is an empty handle (operator bool says false): every accessor throws UsageError on it.
 class Kernel {
  public:
   Kernel() = default;
-  const std::string& name() const { return state_->name; }
-  const std::string& program_label() const { return state_->program_label; }
-  std::size_t num_args() const { return state_->args.size(); }
-  const KernelArgInfo& arg(std::size_t i) const { return state_->args.at(i); }
-  const cl::Kernel& handle() const { return state_->kernel; }
-  const cl::Context& context() const { return state_->context; }
-  // The program's source text and the options it was built with (less the engine's own): what
-  // another controller rebuilds it from when a loop over several devices runs the same kernel there.
-  const std::shared_ptr<const std::string>& source() const { return state_->source; }
-  const std::string& build_options() const { return state_->options; }
+  const std::string& name() const { return state().name; }
+  const std::string& program_label() const { return state().program_label; }
+  std::size_t num_args() const { return state().args.size(); }
+  const KernelArgInfo& arg(std::size_t i) const { return state().args.at(i); }
+  const cl::Kernel& handle() const { return state().kernel; }
+  const cl::Context& context() const { return state().context; }
+  // The program's source text and the options it was built with (less the engine's own; a file's
+  // own directory's -I included): what another controller rebuilds it from when a loop over
+  // several devices runs the same kernel there.
+  const std::shared_ptr<const std::string>& source() const { return state().source; }
+  const std::string& build_options() const { return state().options; }
+  // Its __attribute__((reqd_work_group_size(x, y, z))), as CL_KERNEL_COMPILE_WORK_GROUP_SIZE says;
+  // {0, 0, 0} when it declares none. A launch must then give exactly this local size (UsageError).
+  const std::array<std::size_t, 3>& required_work_group_size() const { return state().required_local; }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -48,7 +55,12 @@ class Kernel {
     cl::Context context;
     std::shared_ptr<const std::string> source;
     std::string options;
+    std::array<std::size_t, 3> required_local{0, 0, 0};
   };
+  const State& state() const {
+    if (!state_) throw UsageError("use of an empty Kernel handle (made by Kernel() and never assigned)");
+    return *state_;
+  }
   std::shared_ptr<State> state_;
 };
 
@@ -59,10 +71,15 @@ class Program {
   Program(cl::Program program, cl::Context context, std::string label, std::string options,
           std::shared_ptr<const std::string> source = nullptr);
   const std::string& label() const { return label_; }  // the file it came from, or "<source>"
+  // The options given; a file's have -I of its directory first (ProgramCache::from_file).
   const std::string& options() const { return options_; }
   const std::shared_ptr<const std::string>& source() const { return source_; }  // null if not given
+  // The kernels' names as the source declares them, also where the driver knows one by another
+  // name (PoCL 3.1 calls a kernel named after an OpenCL built-in, `mix`, `_cl_mix`).
   const std::vector<std::string>& kernel_names() const { return kernel_names_; }
-  // Throws UsageError listing the program's kernels when `name` is not one of them.
+  // The kernel `name` as the source declares it (the driver's name for it is taken too; the
+  // Kernel's name() is the source's either way). Throws UsageError listing the program's kernels
+  // when `name` is not one of them.
   Kernel kernel(const std::string& name) const;
   const cl::Program& handle() const { return program_; }
 
@@ -72,8 +89,9 @@ class Program {
   std::string label_, options_;
   std::shared_ptr<const std::string> source_;
   std::vector<std::string> kernel_names_;
+  std::vector<std::string> driver_names_;  // kernel_names_[i] is driver_names_[i] to the driver
   mutable std::mutex mutex_;
-  mutable std::map<std::string, Kernel> kernels_;
+  mutable std::map<std::string, Kernel> kernels_;  // by the driver's name
 };
 
 // Builds .cl programs once per (source, options) for one device of one context.
@@ -81,7 +99,12 @@ class Program {
 // asking for the same program may both build it, and one build is kept).
 // An absolute file is taken as it is; a relative one is looked up, in order, in each directory of
 // HETFLOW_KERNEL_PATH (':'-separated), the working directory, the source tree's kernels_cl/, and the
-// installed share/hetflow/kernels_cl/ next to the library.
+// installed share/hetflow/kernels_cl/ next to the library. The file's own directory comes first on
+// its include path (`-I <dir>` before the given options, which Program::options() then shows), so
+// `#include "helper.h"` finds helper.h beside the .cl file, as a C compiler would; more -I options
+// are for other directories. A directory with whitespace is passed quoted, which PoCL 3.1 does not
+// unquote (there such a directory is not searched; docs/drivers.md); one with a double quote in its
+// name is not passed.
 class ProgramCache {
  public:
   ProgramCache(cl::Context context, cl::Device device);

@@ -1,7 +1,7 @@
 #pragma once
 // A type-erased callable that may be move-only (a lambda owning a std::unique_ptr): what a host
-// task's function is kept in. std::function needs copyable callables, and std::move_only_function
-// is C++23, beyond g++ 12's -std=c++20.
+// task's function and an on_ready hook are kept in, both run once. std::function needs copyable
+// callables, and std::move_only_function is C++23, beyond g++ 12's -std=c++20.
 #include <cstddef>
 #include <memory>
 #include <type_traits>
