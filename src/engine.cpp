@@ -412,6 +412,10 @@ void Engine::submit(RequestPtr r) {
     auto w = make_request<WaitWork>(Kind::wait, "sync(" + r->name + ")");
     w->wait().on.push_back(std::move(r));
     wait_request(std::move(w));
+    // Its wait may be the one that found the fault: it says the controller is lost at once, as
+    // wait() does, and leaves the failures to a wait, as a blocking request always does (a loop's
+    // sync chunk reads its commands' outcome, and the call's waits report them).
+    throw_if_lost();
   }
 }
 
@@ -584,29 +588,30 @@ void Engine::record_failure(Request& r, Status s) {
   failures_.push_back(std::move(f));
 }
 
-namespace {
-RequestFailed reported(std::vector<Engine::Failure> fs) {
+void Engine::report_waited(std::vector<Failure> fs) const {
   std::vector<FailedRequest> reports;
+  reports.reserve(fs.size());
   for (auto& f : fs) reports.push_back(std::move(f.report));
-  return RequestFailed(std::move(reports));
+  // A fault shows only in its command's status, so the wait that reads it is often the first to know
+  // the context is gone: it says so itself (DeviceLost, with what it reports), where a RequestFailed
+  // would invite a retry that only the next call refuses.
+  throw_if_lost(std::move(reports));
+  if (!reports.empty()) throw RequestFailed(std::move(reports));
 }
-}  // namespace
 
 void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   refuse_blocking_inside_host_task("wait(" + tile->name + ")");
   auto w = make_request<WaitWork>(Kind::wait, "wait(" + tile->name + ")");
   w->wait().tile = tile;
   wait_request(w);
-  if (auto fs = take_failures(tile.get()); !fs.empty()) throw reported(std::move(fs));
-  throw_if_lost();
+  report_waited(take_failures(tile.get()));
 }
 
 void Engine::wait_all() {
   refuse_blocking_inside_host_task("wait_all()");
   auto w = make_request<WaitWork>(Kind::wait, "wait_all");
   wait_request(w);
-  if (auto fs = take_failures(nullptr); !fs.empty()) throw reported(std::move(fs));
-  throw_if_lost();
+  report_waited(take_failures(nullptr));
 }
 
 void Engine::wait_until_quiet() {

@@ -146,10 +146,11 @@ class Engine {
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
   cl_int command_status(const Request& r);
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
-  void throw_if_lost() const;                                          // DeviceLost naming the first fault
-  void mark_lost(const std::string& cause);                            // the first cause stays
-  void run_host(const RequestPtr& r);                                  // host_task_node.cpp
-  Outcome outcome_of_predecessors(Request& hook);                      // what a completion hook is told
+  // DeviceLost naming the first fault, with what a wait reports (moved from only if it throws).
+  void throw_if_lost(std::vector<FailedRequest>&& failures = {}) const;
+  void mark_lost(const std::string& cause);        // the first cause stays
+  void run_host(const RequestPtr& r);              // host_task_node.cpp
+  Outcome outcome_of_predecessors(Request& hook);  // what a completion hook is told
   void finish(Request& r, Status s, std::string error = {});
   // An exception escaped the engine's own code in a node body: fail the request rather than leave
   // it (and everything after it) pending.
@@ -197,7 +198,10 @@ class Engine {
     std::vector<std::uint64_t> tiles;
   };
   std::vector<Failure> take_failures(const TileState* tile);  // null = all
-  void record_failure(Request& r, Status s);                  // under r.m
+  // What a wait that has returned throws for `fs`: DeviceLost with them if the controller is lost,
+  // else RequestFailed if there are any.
+  void report_waited(std::vector<Failure> fs) const;
+  void record_failure(Request& r, Status s);  // under r.m
 
   using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
   using Streaming = tbb::flow::async_node<RequestPtr, RequestPtr>;

@@ -121,19 +121,25 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
 // call of the loop until a wait_all (a failed host task on an input before the first call).
 struct TileWaits {
   std::vector<FailedRequest> failures;
-  std::exception_ptr other;  // the first that is not a request's failure (DeviceLost, say)
+  std::optional<std::string> lost;  // a wait found its controller lost: why (DeviceLost::reason)
+  std::exception_ptr other;         // the first that is neither
   void wait(Controller& c, const std::shared_ptr<TileState>& tile) {
     try {
       engine_of(c).wait_tile(tile);
     } catch (const RequestFailed& f) {
       failures.insert(failures.end(), f.failures().begin(), f.failures().end());
+    } catch (const DeviceLost& l) {
+      failures.insert(failures.end(), l.failures().begin(), l.failures().end());
+      if (!lost) lost = l.reason();
     } catch (...) {
       if (!other) other = std::current_exception();
     }
   }
-  bool any() const { return other || !failures.empty(); }
-  // The failures first, as Engine::wait_tile reports them before a lost context.
+  bool any() const { return lost || other || !failures.empty(); }
+  // As Engine::wait_tile: a lost controller says so, with every failure the waits took.
+  [[noreturn]] void throw_lost(std::vector<FailedRequest> all) { throw DeviceLost(*lost, std::move(all)); }
   void rethrow() {
+    if (lost) throw_lost(std::move(failures));
     if (!failures.empty()) throw RequestFailed(std::move(failures));
     if (other) std::rethrow_exception(other);
   }
@@ -927,19 +933,20 @@ LoopReport LoopState::run(std::size_t n) {
   for (std::size_t d = 0; d < e.device_tiles.size(); ++d)
     for (const auto& t : e.device_tiles[d]) waits.wait(*devices_[d + 1], t);
   if (waits.any()) constants_changed();  // perhaps a constant's move: moved again
-  // What is not a request's failure (DeviceLost) goes as it is where no request's was reported.
-  if (e.failure.empty() || (waits.failures.empty() && waits.other)) {
+  // What is not a request's failure goes as it is where no request's was reported.
+  if (e.failure.empty() || (waits.failures.empty() && !waits.lost && waits.other)) {
     waits.rethrow();
     return e.report;
   }
   // RequestFailed, as the header says: the chunk first (a kernel's failure names only the kernel),
-  // then its requests' failures.
+  // then its requests' failures; DeviceLost with the same list where a wait found a controller lost.
   std::vector<FailedRequest> failures(1);
   failures[0].kind = "chunk";
   failures[0].name = "parallel_for " + e.failed_chunk;
   failures[0].cause = e.cause;
   failures[0].exception = e.refusal;
   failures.insert(failures.end(), waits.failures.begin(), waits.failures.end());
+  if (waits.lost) waits.throw_lost(std::move(failures));
   throw RequestFailed(std::move(failures));
 }
 

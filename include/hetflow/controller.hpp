@@ -18,7 +18,9 @@ namespace hetflow {
 
 // async: transfers, kernels and host tasks overlap wherever their tiles allow (one H2D queue, one
 // D2H queue, kernel_queues kernel queues). sync: one queue, and every request except a kernel
-// launch returns only when it is done — the baseline overlap is measured against.
+// launch returns only when it is done — the baseline overlap is measured against. A blocking
+// request leaves failures to a wait; one whose wait finds the controller lost throws DeviceLost
+// (its failures too are left to a wait, which throws DeviceLost with them).
 enum class Policy { async, sync };
 const char* to_string(Policy p);
 // "async" or "sync"; throws UsageError naming the text otherwise.
@@ -64,8 +66,8 @@ class Controller {
  public:
   explicit Controller(const ControllerOptions& options = {});
   explicit Controller(Policy policy) : Controller(options_with(policy)) {}
-  // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors
-  // are logged, not thrown).
+  // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors,
+  // DeviceLost included, are logged, not thrown).
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -169,7 +171,9 @@ class Controller {
   // controller (UsageError). Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
-  // used again as if the failed request had never been submitted.
+  // used again as if the failed request had never been submitted. If the controller is lost by
+  // then (a device fault, often one this wait found) it throws DeviceLost instead, carrying those
+  // failures: the wait that learns the device is gone says so, and nothing is worth retrying.
   // While it waits, the thread that made the controller runs the controller's pending tasks, host
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
   // does only after its wait. It returns as soon as its requests are done, whatever else still runs.
@@ -179,7 +183,8 @@ class Controller {
     wait_tile(t.shared_state());
   }
   // Blocks until everything submitted so far is done; throws RequestFailed naming every request
-  // that failed or was cancelled and that no wait has reported yet.
+  // that failed or was cancelled and that no wait has reported yet (DeviceLost with them, if the
+  // controller is lost by then, as wait(t)).
   void wait_all();
 
   // Releases the tile once the requests already submitted on it are done; those requests (host
