@@ -679,8 +679,9 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
-    // A done device command has completed; any other outcome is asked of the driver.
-    if (r.kind != Kind::wait && (s == Status::done || off_the_device(r))) leftovers = r.take_leftovers();
+    // A done device command has completed; any other outcome is asked of the driver (a host request
+    // or a wait has no command). A wait lets go of its tile and predecessors too.
+    if (s == Status::done || off_the_device(r)) leftovers = r.take_leftovers();
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
     // request is cancelled by a failure already reported (test_random_programs, under load).

@@ -39,7 +39,9 @@ struct ControllerOptions {
   // unset = HETFLOW_QUEUE_ORDER, else out of order on CPU devices and in order on GPUs (async only;
   // falls back to in order where the device cannot run a queue out of order)
   std::optional<QueueOrder> queue_order{};
-  std::optional<bool> record{};  // keep every request for dumps; unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set
+  // Keep every request for dumps: what its record needs (names, ids, times, edges), not its tiles,
+  // so a dropped tile still goes at once. Unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set.
+  std::optional<bool> record{};
   // OpenCL profiling on every queue: the device times in dumps and traces. It costs ~5 us per
   // kernel on NVIDIA's OpenCL, so unset = on only when recording.
   std::optional<bool> profiling{};
