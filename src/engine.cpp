@@ -342,6 +342,7 @@ thread_local RequestList* transfer_collector = nullptr;
 thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
+thread_local const RequestList* hooks_after = nullptr;
 }  // namespace
 
 void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes) {
@@ -355,6 +356,22 @@ Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
 
 Engine::DeferredBlocking::DeferredBlocking(Engine&) : saved_(deferred_blocking) { deferred_blocking = &deferred_; }
 Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
+
+Engine::HooksAfter::HooksAfter(const RequestList& launches) : saved_(hooks_after) { hooks_after = &launches; }
+Engine::HooksAfter::~HooksAfter() { hooks_after = saved_; }
+
+bool Engine::launched_here(const Request& r) const {
+  // submit_launch refuses a kernel of another context, so the kernel's context is the engine's.
+  return r.kind == Kind::kernel && r.kernel().kernel.context()() == context();
+}
+
+void Engine::wait_for_launches(const RequestList& launches) {
+  auto w = make_request<WaitWork>(Kind::wait, "sync(launches)");
+  for (const auto& p : launches)
+    if (launched_here(*p) && !p->ended()) w->wait().on.push_back(p);
+  if (w->wait().on.empty()) return;
+  wait_request(std::move(w));
+}
 
 void Engine::refuse_freed_tiles(const Request& r) const {
   // The Controller checked each tile before building r, but free(t) on another thread may have come
@@ -370,6 +387,10 @@ void Engine::refuse_freed_tiles(const Request& r) const {
 void Engine::submit(RequestPtr r) {
   r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
+  // The dispatcher adds the hazards' predecessors to these (HooksAfter).
+  if (hooks_after && r->is_hook())
+    for (const auto& p : *hooks_after)
+      if (launched_here(*p) && !p->ended()) r->preds.push_back(p);
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).
   const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();

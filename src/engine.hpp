@@ -70,6 +70,23 @@ class Engine {
   // (Request::take_leftovers), which may come before its submitter looks.
   static void collect_commands(RequestList* kernels, RequestList* transfers,
                                std::vector<Access>* launch_writes = nullptr);
+  // While one is open on a thread, the completion hooks it submits also wait for those of
+  // `launches` that are kernel launches of the hook's engine (another's end is its own engine's to
+  // tell): a loop's device chunk ends only once every launch of its body has, those that write no
+  // tile the hook names included (only in() tiles, a write through an argument declared in()).
+  class HooksAfter {
+   public:
+    explicit HooksAfter(const RequestList& launches);
+    ~HooksAfter();
+    HooksAfter(const HooksAfter&) = delete;
+    HooksAfter& operator=(const HooksAfter&) = delete;
+
+   private:
+    const RequestList* saved_;
+  };
+  // Blocks until those of `launches` that are this engine's kernel launches have ended, as a
+  // blocking request under sync does: their failures are left to a wait.
+  void wait_for_launches(const RequestList& launches);
   // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
   // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at
   // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns
@@ -215,6 +232,7 @@ class Engine {
  private:
   void bind_graph_context();  // the graph's first task, spawned by the constructing thread
   void wait_request(RequestPtr w);
+  bool launched_here(const Request& r) const;       // a kernel launch of this engine (its kernel's context)
   void refuse_freed_tiles(const Request& r) const;  // under submit_mutex_: throws UsageError
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.

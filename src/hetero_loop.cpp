@@ -542,6 +542,9 @@ void LoopState::next_device(unsigned d) {
     }
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
+    // The hook on the kernels waits for every launch of the body, not only for those writing what
+    // it names: a kernel on in() tiles alone still ran when its chunk, and the call, had ended.
+    std::optional<Engine::HooksAfter> after_every_launch(std::in_place, *kernels);
     if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
       add_launched_images(launched, back);
       ctl.submit_hook(
@@ -594,6 +597,7 @@ void LoopState::next_device(unsigned d) {
             half_done();
           },
           std::move(computed));
+      after_every_launch.reset();  // the hook on the transfers back waits for them alone
       kernels_hooked = true;
       auto transfers = std::make_shared<RequestList>(transfers_back);
       back_half = half_done;
@@ -667,10 +671,10 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     own = !lost(refusal) || any_failed(kernels);
   } else {
     // A blocking request leaves its failure to a wait, so the chunk reads its commands' outcome, as
-    // the async chunk's hooks are told it. Kernels writing only device-only tiles have no transfer
-    // back to have waited for them.
-    for (const auto& k : kernels)
-      if (!k->ended() && k->event.load()) engine_of(c_).block_on_enqueued(k);
+    // the async chunk's hooks are told it. Kernels writing no tile that comes back have no transfer
+    // back to have waited for them, and one the streaming step has yet to enqueue has no event to
+    // block on: the chunk waits for every launch itself.
+    engine_of(c_).wait_for_launches(kernels);
     for (const auto* commands : {&kernels, &transfers})
       for (const auto& r : *commands) {
         const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;

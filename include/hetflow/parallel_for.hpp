@@ -148,7 +148,8 @@ class HeteroLoop {
   HeteroLoop& operator=(const HeteroLoop&) = delete;
 
   // Runs iterations [0, n) once each, for any n, and returns when all have run and their writes are in the
-  // host images. A chunk that failed (its body threw, its launch was refused,
+  // host images: a device chunk ends once every launch of its body has, one writing no tile the loop
+  // knows of (only in() tiles) included. A chunk that failed (its body threw, its launch was refused,
   // LoopBody::writes threw for it, or it was cancelled; every launch of its body is the chunk's, a
   // scratch kernel's too) stops the hand-out; the call then throws RequestFailed (DeviceLost, with
   // the same failures, if its waits found a controller lost) naming it (side and range), after
