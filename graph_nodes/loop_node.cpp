@@ -92,6 +92,9 @@ void LoopCore::start(Loop l, std::function<void(LoopEnd)> done) {
         engine.wait_tile(t);
       } catch (const RequestFailed& failed) {
         end.failures.insert(end.failures.end(), failed.failures().begin(), failed.failures().end());
+      } catch (const DeviceLost& lost) {  // the wait that found the controller lost: its failures are the message's
+        end.failures.insert(end.failures.end(), lost.failures().begin(), lost.failures().end());
+        if (end.failure.empty()) end.failure = lost.reason();
       }
     finished(std::move(end));
   } catch (const std::exception& e) {  // refused before any chunk ran (DeviceLost, say)

@@ -66,10 +66,10 @@ void Engine::fail_lane(unsigned lane, cl_int err) {
   for (const auto& r : stranded) finish(*r, Status::failed, why);
 }
 
-void Engine::throw_if_lost() const {
+void Engine::throw_if_lost(std::vector<FailedRequest>&& failures) const {
   if (!lost_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(lost_mutex_);
-  throw DeviceLost(lost_message_);
+  throw DeviceLost(lost_message_, std::move(failures));
 }
 
 }  // namespace hetflow::detail

@@ -342,6 +342,7 @@ thread_local RequestList* transfer_collector = nullptr;
 thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
+thread_local const RequestList* hooks_after = nullptr;
 }  // namespace
 
 void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes) {
@@ -355,6 +356,22 @@ Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
 
 Engine::DeferredBlocking::DeferredBlocking(Engine&) : saved_(deferred_blocking) { deferred_blocking = &deferred_; }
 Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
+
+Engine::HooksAfter::HooksAfter(const RequestList& launches) : saved_(hooks_after) { hooks_after = &launches; }
+Engine::HooksAfter::~HooksAfter() { hooks_after = saved_; }
+
+bool Engine::launched_here(const Request& r) const {
+  // submit_launch refuses a kernel of another context, so the kernel's context is the engine's.
+  return r.kind == Kind::kernel && r.kernel().kernel.context()() == context();
+}
+
+void Engine::wait_for_launches(const RequestList& launches) {
+  auto w = make_request<WaitWork>(Kind::wait, "sync(launches)");
+  for (const auto& p : launches)
+    if (launched_here(*p) && !p->ended()) w->wait().on.push_back(p);
+  if (w->wait().on.empty()) return;
+  wait_request(std::move(w));
+}
 
 void Engine::refuse_freed_tiles(const Request& r) const {
   // The Controller checked each tile before building r, but free(t) on another thread may have come
@@ -370,6 +387,10 @@ void Engine::refuse_freed_tiles(const Request& r) const {
 void Engine::submit(RequestPtr r) {
   r->flow_node = submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
+  // The dispatcher adds the hazards' predecessors to these (HooksAfter).
+  if (hooks_after && r->is_hook())
+    for (const auto& p : *hooks_after)
+      if (launched_here(*p) && !p->ended()) r->preds.push_back(p);
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).
   const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();
@@ -412,6 +433,10 @@ void Engine::submit(RequestPtr r) {
     auto w = make_request<WaitWork>(Kind::wait, "sync(" + r->name + ")");
     w->wait().on.push_back(std::move(r));
     wait_request(std::move(w));
+    // Its wait may be the one that found the fault: it says the controller is lost at once, as
+    // wait() does, and leaves the failures to a wait, as a blocking request always does (a loop's
+    // sync chunk reads its commands' outcome, and the call's waits report them).
+    throw_if_lost();
   }
 }
 
@@ -584,29 +609,30 @@ void Engine::record_failure(Request& r, Status s) {
   failures_.push_back(std::move(f));
 }
 
-namespace {
-RequestFailed reported(std::vector<Engine::Failure> fs) {
+void Engine::report_waited(std::vector<Failure> fs) const {
   std::vector<FailedRequest> reports;
+  reports.reserve(fs.size());
   for (auto& f : fs) reports.push_back(std::move(f.report));
-  return RequestFailed(std::move(reports));
+  // A fault shows only in its command's status, so the wait that reads it is often the first to know
+  // the context is gone: it says so itself (DeviceLost, with what it reports), where a RequestFailed
+  // would invite a retry that only the next call refuses.
+  throw_if_lost(std::move(reports));
+  if (!reports.empty()) throw RequestFailed(std::move(reports));
 }
-}  // namespace
 
 void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   refuse_blocking_inside_host_task("wait(" + tile->name + ")");
   auto w = make_request<WaitWork>(Kind::wait, "wait(" + tile->name + ")");
   w->wait().tile = tile;
   wait_request(w);
-  if (auto fs = take_failures(tile.get()); !fs.empty()) throw reported(std::move(fs));
-  throw_if_lost();
+  report_waited(take_failures(tile.get()));
 }
 
 void Engine::wait_all() {
   refuse_blocking_inside_host_task("wait_all()");
   auto w = make_request<WaitWork>(Kind::wait, "wait_all");
   wait_request(w);
-  if (auto fs = take_failures(nullptr); !fs.empty()) throw reported(std::move(fs));
-  throw_if_lost();
+  report_waited(take_failures(nullptr));
 }
 
 void Engine::wait_until_quiet() {
@@ -680,8 +706,9 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
-    // A done device command has completed; any other outcome is asked of the driver.
-    if (r.kind != Kind::wait && (s == Status::done || off_the_device(r))) leftovers = r.take_leftovers();
+    // A done device command has completed; any other outcome is asked of the driver (a host request
+    // or a wait has no command). A wait lets go of its tile and predecessors too.
+    if (s == Status::done || off_the_device(r)) leftovers = r.take_leftovers();
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
     // request is cancelled by a failure already reported (test_random_programs, under load).

@@ -70,6 +70,23 @@ class Engine {
   // (Request::take_leftovers), which may come before its submitter looks.
   static void collect_commands(RequestList* kernels, RequestList* transfers,
                                std::vector<Access>* launch_writes = nullptr);
+  // While one is open on a thread, the completion hooks it submits also wait for those of
+  // `launches` that are kernel launches of the hook's engine (another's end is its own engine's to
+  // tell): a loop's device chunk ends only once every launch of its body has, those that write no
+  // tile the hook names included (only in() tiles, a write through an argument declared in()).
+  class HooksAfter {
+   public:
+    explicit HooksAfter(const RequestList& launches);
+    ~HooksAfter();
+    HooksAfter(const HooksAfter&) = delete;
+    HooksAfter& operator=(const HooksAfter&) = delete;
+
+   private:
+    const RequestList* saved_;
+  };
+  // Blocks until those of `launches` that are this engine's kernel launches have ended, as a
+  // blocking request under sync does: their failures are left to a wait.
+  void wait_for_launches(const RequestList& launches);
   // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
   // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at
   // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns
@@ -146,10 +163,11 @@ class Engine {
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
   cl_int command_status(const Request& r);
   void note_fault(const Request& r, cl_int status, const char* what);  // `what`: "ended with", "was refused:"
-  void throw_if_lost() const;                                          // DeviceLost naming the first fault
-  void mark_lost(const std::string& cause);                            // the first cause stays
-  void run_host(const RequestPtr& r);                                  // host_task_node.cpp
-  Outcome outcome_of_predecessors(Request& hook);                      // what a completion hook is told
+  // DeviceLost naming the first fault, with what a wait reports (moved from only if it throws).
+  void throw_if_lost(std::vector<FailedRequest>&& failures = {}) const;
+  void mark_lost(const std::string& cause);        // the first cause stays
+  void run_host(const RequestPtr& r);              // host_task_node.cpp
+  Outcome outcome_of_predecessors(Request& hook);  // what a completion hook is told
   void finish(Request& r, Status s, std::string error = {});
   // An exception escaped the engine's own code in a node body: fail the request rather than leave
   // it (and everything after it) pending.
@@ -197,7 +215,10 @@ class Engine {
     std::vector<std::uint64_t> tiles;
   };
   std::vector<Failure> take_failures(const TileState* tile);  // null = all
-  void record_failure(Request& r, Status s);                  // under r.m
+  // What a wait that has returned throws for `fs`: DeviceLost with them if the controller is lost,
+  // else RequestFailed if there are any.
+  void report_waited(std::vector<Failure> fs) const;
+  void record_failure(Request& r, Status s);  // under r.m
 
   using Dispatcher = tbb::flow::multifunction_node<RequestPtr, std::tuple<RequestPtr, RequestPtr>>;
   using Streaming = tbb::flow::async_node<RequestPtr, RequestPtr>;
@@ -211,6 +232,7 @@ class Engine {
  private:
   void bind_graph_context();  // the graph's first task, spawned by the constructing thread
   void wait_request(RequestPtr w);
+  bool launched_here(const Request& r) const;       // a kernel launch of this engine (its kernel's context)
   void refuse_freed_tiles(const Request& r) const;  // under submit_mutex_: throws UsageError
   // Blocking on this controller from inside one of its host tasks would wait for the graph that
   // runs the task: a UsageError saying so instead of a hang.

@@ -24,6 +24,11 @@ std::string describe(const std::vector<FailedRequest>& fs) {
 RequestFailed::RequestFailed(std::vector<FailedRequest> failures)
     : Error(describe(failures)), failures_(std::move(failures)) {}
 
+DeviceLost::DeviceLost(std::string reason, std::vector<FailedRequest> failures)
+    : Error(failures.empty() ? reason : reason + "\n" + describe(failures)),
+      reason_(std::move(reason)),
+      failures_(std::move(failures)) {}
+
 const char* cl_error_name(cl_int code) {
   switch (code) {
 #define HETFLOW_CL_CASE(x) \

@@ -121,19 +121,25 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
 // call of the loop until a wait_all (a failed host task on an input before the first call).
 struct TileWaits {
   std::vector<FailedRequest> failures;
-  std::exception_ptr other;  // the first that is not a request's failure (DeviceLost, say)
+  std::optional<std::string> lost;  // a wait found its controller lost: why (DeviceLost::reason)
+  std::exception_ptr other;         // the first that is neither
   void wait(Controller& c, const std::shared_ptr<TileState>& tile) {
     try {
       engine_of(c).wait_tile(tile);
     } catch (const RequestFailed& f) {
       failures.insert(failures.end(), f.failures().begin(), f.failures().end());
+    } catch (const DeviceLost& l) {
+      failures.insert(failures.end(), l.failures().begin(), l.failures().end());
+      if (!lost) lost = l.reason();
     } catch (...) {
       if (!other) other = std::current_exception();
     }
   }
-  bool any() const { return other || !failures.empty(); }
-  // The failures first, as Engine::wait_tile reports them before a lost context.
+  bool any() const { return lost || other || !failures.empty(); }
+  // As Engine::wait_tile: a lost controller says so, with every failure the waits took.
+  [[noreturn]] void throw_lost(std::vector<FailedRequest> all) { throw DeviceLost(*lost, std::move(all)); }
   void rethrow() {
+    if (lost) throw_lost(std::move(failures));
     if (!failures.empty()) throw RequestFailed(std::move(failures));
     if (other) std::rethrow_exception(other);
   }
@@ -536,6 +542,9 @@ void LoopState::next_device(unsigned d) {
     }
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
+    // The hook on the kernels waits for every launch of the body, not only for those writing what
+    // it names: a kernel on in() tiles alone still ran when its chunk, and the call, had ended.
+    std::optional<Engine::HooksAfter> after_every_launch(std::in_place, *kernels);
     if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
       add_launched_images(launched, back);
       ctl.submit_hook(
@@ -588,6 +597,7 @@ void LoopState::next_device(unsigned d) {
             half_done();
           },
           std::move(computed));
+      after_every_launch.reset();  // the hook on the transfers back waits for them alone
       kernels_hooked = true;
       auto transfers = std::make_shared<RequestList>(transfers_back);
       back_half = half_done;
@@ -661,10 +671,10 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     own = !lost(refusal) || any_failed(kernels);
   } else {
     // A blocking request leaves its failure to a wait, so the chunk reads its commands' outcome, as
-    // the async chunk's hooks are told it. Kernels writing only device-only tiles have no transfer
-    // back to have waited for them.
-    for (const auto& k : kernels)
-      if (!k->ended() && k->event.load()) engine_of(c_).block_on_enqueued(k);
+    // the async chunk's hooks are told it. Kernels writing no tile that comes back have no transfer
+    // back to have waited for them, and one the streaming step has yet to enqueue has no event to
+    // block on: the chunk waits for every launch itself.
+    engine_of(c_).wait_for_launches(kernels);
     for (const auto* commands : {&kernels, &transfers})
       for (const auto& r : *commands) {
         const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;
@@ -927,19 +937,20 @@ LoopReport LoopState::run(std::size_t n) {
   for (std::size_t d = 0; d < e.device_tiles.size(); ++d)
     for (const auto& t : e.device_tiles[d]) waits.wait(*devices_[d + 1], t);
   if (waits.any()) constants_changed();  // perhaps a constant's move: moved again
-  // What is not a request's failure (DeviceLost) goes as it is where no request's was reported.
-  if (e.failure.empty() || (waits.failures.empty() && waits.other)) {
+  // What is not a request's failure goes as it is where no request's was reported.
+  if (e.failure.empty() || (waits.failures.empty() && !waits.lost && waits.other)) {
     waits.rethrow();
     return e.report;
   }
   // RequestFailed, as the header says: the chunk first (a kernel's failure names only the kernel),
-  // then its requests' failures.
+  // then its requests' failures; DeviceLost with the same list where a wait found a controller lost.
   std::vector<FailedRequest> failures(1);
   failures[0].kind = "chunk";
   failures[0].name = "parallel_for " + e.failed_chunk;
   failures[0].cause = e.cause;
   failures[0].exception = e.refusal;
   failures.insert(failures.end(), waits.failures.begin(), waits.failures.end());
+  if (waits.lost) waits.throw_lost(std::move(failures));
   throw RequestFailed(std::move(failures));
 }
 

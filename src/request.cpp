@@ -39,6 +39,15 @@ Request::Leftovers Request::take_leftovers() {
   l.accesses.swap(accesses);
   if (auto* k = std::get_if<KernelWork>(&work)) l.args.swap(k->args);
   if (auto* h = std::get_if<HostWork>(&work)) l.task = std::move(h->fn);
+  if (auto* w = std::get_if<WaitWork>(&work)) {
+    // The waiting thread reads only `released`, its condition variable and `wake` from here on
+    // (Engine::wait_request); an empty `device_preds` leaves it nothing to block on, as ended ones would.
+    l.tile = std::move(w->tile);
+    l.requests.swap(w->on);
+    l.requests.insert(l.requests.end(), std::make_move_iterator(w->device_preds.begin()),
+                      std::make_move_iterator(w->device_preds.end()));
+    w->device_preds.clear();
+  }
   return l;
 }
 

@@ -208,15 +208,19 @@ struct Request : std::enable_shared_from_this<Request> {
   // cancelled request: the others do not pay its size (a soak keeps 10^5 requests in flight).
   std::unique_ptr<std::vector<std::weak_ptr<Request>>> failures_behind;
   // What an ended request no longer needs but would keep for as long as something holds the request:
-  // its tiles (a tile's buffers live while any request holds it) and a task's captures. A failure
-  // waits to be reported, a done command to be settled in its queue's list (up to 16 of them, each
-  // holding a dropped 128 MB tile), a recording controller keeps every request. Taken under m as it
-  // ends, once nothing on the device may still use them (Engine::finish); the caller destroys them
-  // after letting go of m, since a tile's last reference unmaps it and captures run user code.
+  // its tiles (a tile's buffers live while any request holds it), a task's captures, a wait's tile
+  // and the requests it waited on. A failure waits to be reported, a done command to be settled in
+  // its queue's list (up to 16 of them, each holding a dropped 128 MB tile), and a recording
+  // controller keeps every request, waits included: records need only names, ids, times and edges.
+  // Taken under m as it ends, once nothing on the device may still use them (Engine::finish); the
+  // caller destroys them after letting go of m, since a tile's last reference unmaps it and
+  // captures run user code.
   struct Leftovers {
     std::vector<Access> accesses;
     std::vector<KernelArg> args;
     UniqueFunction<void()> task;
+    std::shared_ptr<TileState> tile;  // a wait's
+    RequestList requests;             // a wait's: `on`, `device_preds`
   };
   Leftovers take_leftovers();
 

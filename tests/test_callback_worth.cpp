@@ -151,5 +151,5 @@ TEST_CASE(
       device_image(in(y)));
   REQUIRE(test::eventually([&] { return told.load(); }));
   CHECK(error.find("'faulty'") != std::string::npos);
-  CHECK_THROWS_AS(c.wait_all(), RequestFailed);
+  CHECK_THROWS_AS(c.wait_all(), DeviceLost);  // the fault (injected) takes the context with it
 }

@@ -1,7 +1,8 @@
 // Device faults (docs/drivers.md, "Device faults"): a kernel that faults is a failed request whose
 // dependants are cancelled, however its completion is seen; a fault that takes the context with it
-// leaves the controller lost — every later request, tile and wait throws DeviceLost naming the
-// fault — with host data intact and a destructor that returns. On PoCL (CI) a faulting kernel
+// leaves the controller lost — the wait that finds it so, and every later request, tile and wait,
+// throws DeviceLost naming the fault (the wait's with the failures it reports) — with host data
+// intact and a destructor that returns. On PoCL (CI) a faulting kernel
 // would kill the process, so HETFLOW_DEBUG_FAULT_KERNEL plays the driver's part: launches of the
 // named kernel end with NVIDIA's fault status and the context probe fails. perf/run-gpu.sh runs
 // tests/programs/device_fault_main.cpp with a real fault on the H200.
@@ -32,9 +33,15 @@ Tile<int> faulting_kernel_then_move_from(Controller& c) {
   return x;
 }
 
-bool reported_cancelled(const RequestFailed& e, const std::string& name) {
-  for (const auto& f : e.failures())
+bool reported_cancelled(const std::vector<FailedRequest>& failures, const std::string& name) {
+  for (const auto& f : failures)
     if (f.name == name && f.cancelled) return true;
+  return false;
+}
+
+bool reported_fault(const std::vector<FailedRequest>& failures) {
+  for (const auto& f : failures)
+    if (f.name == "oob" && !f.cancelled && f.cause.find("CL_ERROR(-9999)") != std::string::npos) return true;
   return false;
 }
 
@@ -81,31 +88,28 @@ TEST_CASE("a fault is seen however completion arrives: a host task waiting on it
         auto x = c.tile<int>(10, "x"), y = c.tile<int>(10, "y");
         test::fill(y, 3);
         c.launch(k, Range(10), out(x));
-        c.move_from(x);
         bool ran = false, refused = false;
+        std::vector<FailedRequest> reported;
         try {
+          c.move_from(x);  // under sync it blocks until the fault is seen: its wait finds the controller lost
           c.host_task(
               "reads x", [&ran] { ran = true; }, in(x));  // waits for the D2H, which waited for the kernel
-        } catch (const DeviceLost&) {
-          // Under sync move_from blocked until the fault was seen; under async the engine may have
-          // seen it already (a poll, a pruning of finished accesses).
+        } catch (const DeviceLost& e) {
+          // Under async the engine may have seen the fault already (a poll, a pruning of finished
+          // accesses): then the host task is refused. Either way the failures are left to a wait.
           refused = true;
+          CHECK(e.failures().empty());
         }
         if (p == Policy::sync) CHECK(refused);
         try {
           c.wait(x);
           FAIL("wait(x) returned normally after the fault");
-        } catch (const RequestFailed& e) {
-          bool kernel_failed = false, d2h_cancelled = false, host_cancelled = false;
-          for (const auto& f : e.failures()) {
-            kernel_failed |= f.name == "oob" && !f.cancelled && f.cause.find("CL_ERROR(-9999)") != std::string::npos;
-            d2h_cancelled |= f.name == "move_from(x)" && f.cancelled;
-            host_cancelled |= f.name == "reads x" && f.cancelled;
-          }
-          CHECK(kernel_failed);
-          CHECK(d2h_cancelled);
-          CHECK(host_cancelled != refused);
+        } catch (const DeviceLost& e) {
+          reported.insert(reported.end(), e.failures().begin(), e.failures().end());
         }
+        CHECK(reported_fault(reported));
+        CHECK(reported_cancelled(reported, "move_from(x)"));
+        CHECK(reported_cancelled(reported, "reads x") != refused);
         CHECK_FALSE(ran);
         check_lost([&] { c.move_to(y); }, "move_to after the fault");
         CHECK(test::all_equal(y, 3));
@@ -128,8 +132,18 @@ TEST_CASE("a lost controller refuses every request, tile and wait at once, and l
         },
         out(kept));
     c.launch(k, Range(10), out(x));
-    c.move_from(x);
-    CHECK_THROWS_AS(c.wait_all(), RequestFailed);  // the fault itself, once
+    try {
+      c.move_from(x);  // under sync its own wait finds the fault, and leaves the failures to wait_all
+    } catch (const DeviceLost& e) {
+      CHECK(p == Policy::sync);
+      CHECK(e.failures().empty());
+    }
+    try {
+      c.wait_all();
+      FAIL("wait_all() returned normally after the fault");
+    } catch (const DeviceLost& e) {
+      CHECK(reported_fault(e.failures()));  // the fault itself, once
+    }
     check_lost([&] { c.move_to(kept); }, "move_to");
     check_lost([&] { c.move_from(x); }, "move_from");
     check_lost([&] { c.launch(k, Range(10), out(x)); }, "launch");
@@ -163,8 +177,8 @@ TEST_CASE("a command after a faulting one on the device, whose own status is fin
   try {
     c.wait(x);  // blocks on the D2H, the newest command: the kernel's outcome is settled first
     FAIL("wait(x) returned normally");
-  } catch (const RequestFailed& e) {
-    CHECK(reported_cancelled(e, "move_from(x)"));
+  } catch (const DeviceLost& e) {
+    CHECK(reported_cancelled(e.failures(), "move_from(x)"));
   }
 }
 
@@ -179,9 +193,67 @@ TEST_CASE("a transfer whose wait list leaves out a predecessor another one waite
   try {
     c.wait_all();
     FAIL("wait_all() returned normally");
-  } catch (const RequestFailed& e) {
-    CHECK(reported_cancelled(e, "move_from(x)"));
-    CHECK(reported_cancelled(e, "move_to(x)"));
+  } catch (const DeviceLost& e) {
+    CHECK(reported_cancelled(e.failures(), "move_from(x)"));
+    CHECK(reported_cancelled(e.failures(), "move_to(x)"));
+  }
+}
+
+TEST_CASE("the wait that finds the controller lost throws DeviceLost, carrying the failures it reports") {
+  // A fault shows only in its command's status: the wait that read it threw RequestFailed, and only
+  // the next call said that the controller was lost, so a program went on retrying on a dead one.
+  InjectedFault fault;
+  for (Policy p : {Policy::async, Policy::sync})
+    for (const char* how : {"wait(x)", "wait_all()"}) {
+      CAPTURE(test::policy_name(p));
+      CAPTURE(how);
+      Controller c(test::options(p));
+      auto x = c.tile<int>(10, "x");
+      c.launch(oob_kernel(c), Range(10), out(x));
+      bool refused = false;
+      try {
+        c.move_from(x);
+      } catch (const DeviceLost& e) {
+        // Under sync it blocks, and its wait is the one that finds the fault: it says so, and
+        // leaves the failures to a wait as a blocking request does. Under async the engine may
+        // have seen the fault already, and refuses it.
+        CHECK(e.failures().empty());
+        refused = true;
+      }
+      if (p == Policy::sync) CHECK(refused);
+      const bool d2h_submitted = p == Policy::sync || !refused;
+      try {
+        if (std::string(how) == "wait(x)")
+          c.wait(x);
+        else
+          c.wait_all();
+        FAIL("no DeviceLost");
+      } catch (const DeviceLost& e) {
+        const std::string m = e.what();
+        CHECK(e.reason().find("'oob'") != std::string::npos);
+        CHECK(m.find("Make a new Controller") != std::string::npos);
+        CHECK(m.find("request #") != std::string::npos);  // what() lists the failures too
+        CHECK(reported_fault(e.failures()));
+        if (d2h_submitted) CHECK(reported_cancelled(e.failures(), "move_from(x)"));
+      } catch (const RequestFailed& e) {
+        FAIL("RequestFailed from the wait that found the controller lost: " << e.what());
+      }
+      // Each failure is reported once: the next wait has none left, and still says lost.
+      try {
+        c.wait_all();
+        FAIL("wait_all() returned normally on a lost controller");
+      } catch (const DeviceLost& e) {
+        CHECK(e.failures().empty());
+      }
+    }
+  // Nobody waited: the destructor finds the fault itself, and logs it.
+  for (Policy p : {Policy::async, Policy::sync}) {
+    CAPTURE(test::policy_name(p));
+    CHECK_NOTHROW([p] {
+      Controller c(test::options(p));
+      auto x = c.tile<int>(10, "x");
+      c.launch(oob_kernel(c), Range(10), out(x));
+    }());
   }
 }
 

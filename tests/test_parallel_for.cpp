@@ -514,7 +514,8 @@ TEST_CASE("a device chunk whose kernel faults ends the call with the fault named
       try {
         loop(n);
         FAIL("the fault was not reported");
-      } catch (const RequestFailed& e) {
+      } catch (const DeviceLost& e) {
+        // The call's waits found the controller lost: DeviceLost, with what RequestFailed would say.
         // The first chunk that failed, then the requests' failures. With a CPU body that may be a CPU
         // chunk refused once the fault lost the controller (seen under ThreadSanitizer's timing).
         REQUIRE(e.failures().size() >= 2);
@@ -523,6 +524,53 @@ TEST_CASE("a device chunk whose kernel faults ends the call with the fault named
         CHECK(std::string(e.what()).find("'oob'") != std::string::npos);
       }
     }
+}
+
+// A device chunk waited only for the launches writing what its hooks name: a kernel on in() tiles
+// alone (a write through an argument declared in(), a computation nothing tracks) still ran when
+// its chunk, and the call, had ended.
+TEST_CASE("a device chunk ends only once every launch of its body has, those writing no tile it tracks included") {
+  for (Policy policy : {Policy::async, Policy::sync})
+    for (bool steps_on_workers : {false, true})
+      for (bool tracked_write : {true, false}) {
+        if (policy == Policy::async && steps_on_workers) continue;
+        CAPTURE(policy);
+        CAPTURE(steps_on_workers);  // under sync: a launch may return before its command is enqueued
+        CAPTURE(tracked_write);
+        if (steps_on_workers) ::setenv("HETFLOW_DEBUG_STEPS_ON_WORKERS", "1", 1);
+        Controller c(test::options(policy));  // recording: the records say whether the launch has ended
+        ::unsetenv("HETFLOW_DEBUG_STEPS_ON_WORKERS");
+        constexpr std::size_t n = 64;
+        auto y = c.tile<int>(n, "y"), z = c.tile<int>(n, "z");
+        test::fill(z, 0);
+        c.move_to(z);  // not among the loop's reads: the call's own waits at its end do not cover it
+        Kernel fill = ones_kernel(c, "fill");
+        // Tens of milliseconds on PoCL: still running when the rest of its chunk has long ended.
+        Kernel slow = c.kernel_from_source(
+            "kernel void slow(global int* z, int spins) { int acc = (int)get_global_id(0);"
+            " for (int i = 0; i < spins; ++i) acc = acc * 1664525 + 1013904223; z[get_global_id(0)] = acc; }",
+            "slow");
+        LoopBody body;
+        body.device = [&](Controller& ctl, Chunk ch) {
+          if (tracked_write)
+            ctl.launch(fill, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
+          ctl.launch(slow, Range(ch.size()).offset(ch.begin), in(z), 2'000'000);  // writes z, declared in()
+        };
+        body.writes = [&](Chunk ch) {
+          return tracked_write ? std::vector<Access>{out(y.region(span_of(ch)))} : std::vector<Access>{};
+        };
+        parallel_for(c, n, body, {.scheduler = "dynamic:64"});
+        const auto records = c.records();
+        int slows = 0;
+        for (const auto& r : records)
+          if (r.name == "slow") {
+            ++slows;
+            CHECK(r.status == "done");
+          }
+        CHECK(slows == 1);
+        if (tracked_write) CHECK(test::all_equal(y, 1));
+        c.wait_all();
+      }
 }
 
 // Under sync the calling thread runs the device's chunks, and reported a refusal without its

@@ -84,51 +84,94 @@ TEST_CASE("free(t): a host task submitted after it may not use t, even while t's
 }
 
 TEST_CASE("a tile whose handles are all dropped goes once its requests are done, without a wait_all") {
-  for (Policy p : {Policy::async, Policy::sync}) {
-    CAPTURE(test::policy_name(p));
-    ControllerOptions o;
-    o.policy = p;  // not recording: a recording controller keeps finished requests for its dumps
-    Controller c(o);
-    auto other = c.tile<int>(1, "other");
-    std::vector<std::weak_ptr<detail::TileState>> dropped;
-    for (int i = 0; i < 20; ++i) {
-      auto t = c.tile<int>(1024, "tmp");
-      test::fill(t, i);
-      c.move_to(t);
-      c.move_from(t);
-      dropped.push_back(t.shared_state());
+  for (Policy p : {Policy::async, Policy::sync})
+    for (bool record : {false, true}) {  // a recording controller keeps its requests, not their tiles
+      CAPTURE(test::policy_name(p));
+      CAPTURE(record);
+      ControllerOptions o;
+      o.policy = p;
+      o.record = record;
+      Controller c(o);
+      auto other = c.tile<int>(1, "other");
+      std::vector<std::weak_ptr<detail::TileState>> dropped;
+      for (int i = 0; i < 20; ++i) {
+        auto t = c.tile<int>(1024, "tmp");
+        test::fill(t, i);
+        c.move_to(t);
+        c.move_from(t);
+        dropped.push_back(t.shared_state());
+      }
+      // Only other work from here on, on the same copy queues: nothing names the dropped tiles again.
+      CHECK(test::eventually([&] {
+        c.move_to(other);
+        c.move_from(other);
+        c.wait(other);
+        return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); });
+      }));
     }
-    // Only other work from here on, on the same copy queues: nothing names the dropped tiles again.
-    CHECK(test::eventually([&] {
-      c.move_to(other);
-      c.move_from(other);
-      c.wait(other);
-      return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); });
-    }));
-  }
 }
 
 TEST_CASE("a tile dropped after its wait goes at once, though its queue gets no more commands") {
   // A done command stays in its queue's list until later ones settle it; it held its tiles there, so
   // dropped 128 MB tiles waited (up to 16 of them) for commands that might never come.
+  for (Policy p : {Policy::async, Policy::sync})
+    for (bool record : {false, true}) {  // a recording controller keeps its waits, not their tiles
+      CAPTURE(test::policy_name(p));
+      CAPTURE(record);
+      ControllerOptions o;
+      o.policy = p;
+      o.record = record;
+      Controller c(o);
+      auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+      std::vector<std::weak_ptr<detail::TileState>> dropped;
+      for (int i = 0; i < 6; ++i) {
+        auto t = c.tile<float>(1 << 16, "dropped");
+        test::fill(t, 1.0f);
+        c.move_to(t);
+        c.launch(k, Range(1 << 16), io(t), 1 << 16, 2.0f);
+        c.move_from(t);
+        c.wait(t);
+        dropped.push_back(t.shared_state());
+      }
+      CHECK(test::eventually(
+          [&] { return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); }); }));
+    }
+}
+
+TEST_CASE("a recording controller keeps what its records need, not the tiles its waits waited on") {
+  // A recording controller keeps every request for its dumps, and its waits kept their tiles (a
+  // sync request's wait, its request): a 64 MB tile waited on and dropped lived, host and device
+  // memory, as long as the controller.
   for (Policy p : {Policy::async, Policy::sync}) {
     CAPTURE(test::policy_name(p));
-    ControllerOptions o;
-    o.policy = p;  // not recording: a recording controller keeps its waits, which hold their tiles
-    Controller c(o);
+    Controller c(test::options(p));  // recording
+    REQUIRE(c.recording());
     auto k = c.kernel("hetflow_test.cl", "scale_in_place");
-    std::vector<std::weak_ptr<detail::TileState>> dropped;
-    for (int i = 0; i < 6; ++i) {
-      auto t = c.tile<float>(1 << 16, "dropped");
+    constexpr int n = 16 << 20;  // 64 MB of floats
+    std::weak_ptr<detail::TileState> dropped;
+    {
+      auto t = c.tile<float>(std::size_t(n), "big");
       test::fill(t, 1.0f);
       c.move_to(t);
-      c.launch(k, Range(1 << 16), io(t), 1 << 16, 2.0f);
+      c.launch(k, Range(n), io(t), n, 2.0f);
       c.move_from(t);
       c.wait(t);
-      dropped.push_back(t.shared_state());
+      CHECK(t[n - 1] == 3.0f);  // 2 x + 1
+      c.host_task(
+          "reads big", [t] { (void)t[0]; }, in(t));
+      c.wait(t);
+      dropped = t.shared_state();
     }
-    CHECK(test::eventually(
-        [&] { return std::all_of(dropped.begin(), dropped.end(), [](const auto& w) { return w.expired(); }); }));
+    CHECK(test::eventually([&] { return dropped.expired(); }));
+    // The records still say what ran.
+    const auto recs = c.records();
+    const auto waits = std::count_if(recs.begin(), recs.end(), [](const RequestRecord& r) {
+      return r.name == "wait(big)" && r.kind == "wait" && r.status == "done" && r.end_ns >= 0;
+    });
+    CHECK(waits == 2);
+    CHECK(std::any_of(recs.begin(), recs.end(), [](const RequestRecord& r) {
+      return r.name == "scale_in_place" && r.status == "done" && !r.in_edges.empty() && r.in_edges[0].tile == "big";
+    }));
   }
 }
 

@@ -19,7 +19,9 @@ namespace hetflow {
 // async: transfers, kernels and host tasks overlap wherever their tiles allow (one H2D queue, one
 // D2H queue, kernel_queues kernel queues). sync: one queue, and every request except a kernel
 // launch and an on_ready hook returns only when it is done — the baseline overlap is measured
-// against. A hook returns at once under either: it is the way to be told without blocking.
+// against. A hook returns at once under either: it is the way to be told without blocking. A
+// blocking request leaves failures to a wait; one whose wait finds the controller lost throws
+// DeviceLost (its failures too are left to a wait, which throws DeviceLost with them).
 enum class Policy { async, sync };
 const char* to_string(Policy p);
 // "async" or "sync"; throws UsageError naming the text otherwise.
@@ -38,7 +40,9 @@ struct ControllerOptions {
   // unset = HETFLOW_QUEUE_ORDER, else out of order on CPU devices and in order on GPUs (async only;
   // falls back to in order where the device cannot run a queue out of order)
   std::optional<QueueOrder> queue_order{};
-  std::optional<bool> record{};  // keep every request for dumps; unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set
+  // Keep every request for dumps: what its record needs (names, ids, times, edges), not its tiles,
+  // so a dropped tile still goes at once. Unset = on when HETFLOW_DUMP or HETFLOW_TRACE is set.
+  std::optional<bool> record{};
   // OpenCL profiling on every queue: the device times in dumps and traces. It costs ~5 us per
   // kernel on NVIDIA's OpenCL, so unset = on only when recording.
   std::optional<bool> profiling{};
@@ -65,10 +69,11 @@ class Controller {
  public:
   explicit Controller(const ControllerOptions& options = {});
   explicit Controller(Policy policy) : Controller(options_with(policy)) {}
-  // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors
-  // are logged, not thrown). Run inside one of its own host tasks or hooks (one that held the last
-  // shared_ptr to it), it returns at once instead, and the controller's work, dumps and end go on
-  // on a thread of the library's once that task has returned (joined at the process's exit).
+  // Waits for everything submitted, including what host tasks and hooks submit meanwhile (errors,
+  // DeviceLost included, are logged, not thrown). Run inside one of its own host tasks or hooks
+  // (one that held the last shared_ptr to it), it returns at once instead, and the controller's
+  // work, dumps and end go on on a thread of the library's once that task has returned (joined at
+  // the process's exit).
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -180,7 +185,10 @@ class Controller {
   // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
   // used again as if the failed request had never been submitted. A request cancelled because of a
   // failure on another tile keeps cancelling what comes after it on `t` until that failure is
-  // reported too (by a wait on its tile, or wait_all()); its cause names that failure.
+  // reported too (by a wait on its tile, or wait_all()); its cause names that failure. If the
+  // controller is lost by then (a device fault, often one this wait found) it throws DeviceLost
+  // instead, carrying those failures: the wait that learns the device is gone says so, and nothing
+  // is worth retrying.
   // While it waits, the thread that made the controller runs the controller's pending tasks, host
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
   // does only after its wait. It returns as soon as its requests are done, whatever else still runs.
@@ -190,7 +198,8 @@ class Controller {
     wait_tile(t.shared_state());
   }
   // Blocks until everything submitted so far is done; throws RequestFailed naming every request
-  // that failed or was cancelled and that no wait has reported yet.
+  // that failed or was cancelled and that no wait has reported yet (DeviceLost with them, if the
+  // controller is lost by then, as wait(t)).
   void wait_all();
 
   // Releases the tile once the requests already submitted on it are done; those requests (host

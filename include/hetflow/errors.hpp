@@ -60,7 +60,8 @@ struct FailedRequest {
 };
 
 // One or more submitted requests failed (OpenCL failure, a host task threw) or were cancelled
-// because something they depend on failed. Thrown by wait()/wait_all(); what() lists them all.
+// because something they depend on failed. Thrown by wait()/wait_all() while the controller is
+// usable (a wait that finds it lost throws DeviceLost, with the same list); what() lists them all.
 struct RequestFailed : Error {
   explicit RequestFailed(std::vector<FailedRequest> failures);
   const std::vector<FailedRequest>& failures() const { return failures_; }
@@ -71,11 +72,27 @@ struct RequestFailed : Error {
 
 // The controller's device context is gone: a device command faulted (a kernel wrote out of bounds,
 // say) and the driver invalidated the context (NVIDIA does), so nothing more can run on it. Every
-// request, tile and wait of that controller throws this from then on; what() names the first
-// fault. Host images of its tiles stay readable; the destructor returns. Make a new Controller
-// (docs/drivers.md, "Device faults").
+// request, tile and wait of that controller throws this from then on, starting with the wait that
+// finds the controller lost — the one that discovers the fault, since a fault shows only in its
+// command's status — so a program learns at once that retrying is pointless. what() names the
+// first fault, then lists failures(). Host images of its tiles stay readable; the destructor
+// returns. Make a new Controller (docs/drivers.md, "Device faults").
+// Not a RequestFailed: a handler written for a usable controller (report, fix the input, go on)
+// would retry on a dead one. Catch DeviceLost first where both are handled.
 struct DeviceLost : Error {
-  using Error::Error;
+  explicit DeviceLost(std::string reason, std::vector<FailedRequest> failures = {});
+  // What a wait reports: the requests it would have thrown RequestFailed for (the faulting command
+  // and what it cancelled), each reported once, as RequestFailed::failures() would be. Filled by
+  // wait(t) and wait_all() (and a parallel_for call) only, as only they report failures: from any
+  // other call it is empty — a refused request, or under sync a blocking request whose own wait
+  // found the loss — and the failures stay for the next wait, which throws DeviceLost with them.
+  const std::vector<FailedRequest>& failures() const { return failures_; }
+  // what() without the failures' list: why the context is gone.
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+  std::vector<FailedRequest> failures_;
 };
 
 // The symbolic name of an OpenCL status code ("CL_OUT_OF_RESOURCES"), or "CL_ERROR(<n>)".

@@ -148,15 +148,17 @@ class HeteroLoop {
   HeteroLoop& operator=(const HeteroLoop&) = delete;
 
   // Runs iterations [0, n) once each, for any n, and returns when all have run and their writes are in the
-  // host images. A chunk that failed (its body threw, its launch was refused, LoopBody::writes threw
-  // for it, or it was cancelled; every launch of its body is the chunk's, a scratch kernel's
-  // too) stops the hand-out; the call then throws RequestFailed naming it
-  // (side and range), after every chunk already started has ended: its first failure is the chunk
-  // (kind "chunk"; for a refused one `exception` holds what the submission or writes threw, a
-  // UsageError say; for one whose own command failed its cause names that command and the
-  // driver's reason), the one whose own work failed rather than one that waited on it, then the failed
-  // requests on the loop's tiles, earlier ones included, each reported once. Not from inside a host
-  // task or hook of the same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
+  // host images: a device chunk ends once every launch of its body has, one writing no tile the loop
+  // knows of (only in() tiles) included. A chunk that failed (its body threw, its launch was refused,
+  // LoopBody::writes threw for it, or it was cancelled; every launch of its body is the chunk's, a
+  // scratch kernel's too) stops the hand-out; the call then throws RequestFailed (DeviceLost, with
+  // the same failures, if its waits found a controller lost) naming it (side and range), after
+  // every chunk already started has ended: its first failure is the chunk (kind "chunk"; for a
+  // refused one `exception` holds what the submission or writes threw, a UsageError say; for one
+  // whose own command failed its cause names that command and the driver's reason), the one whose
+  // own work failed rather than one that waited on it, then the failed requests on the loop's
+  // tiles, earlier ones included, each reported once. Not from inside a host task or hook of the
+  // same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
   // threads).
   LoopReport operator()(std::size_t n);
   // LoopBody::constants' host images changed: the next call moves them to every device again.
