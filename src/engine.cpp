@@ -170,6 +170,8 @@ void Engine::decide_idle_flush() {
 Engine::~Engine() {
   try {
     wait_all();
+  } catch (const DeviceLost& e) {
+    log().error("controller ended on a lost device: {}", e.what());
   } catch (const std::exception& e) {
     log().error("controller ended with failed requests: {}", e.what());
   }
