@@ -13,10 +13,21 @@ BuildError::BuildError(std::string device_, std::string file_, std::string log_)
 
 namespace {
 std::string describe(const std::vector<FailedRequest>& fs) {
+  // A long program's failure cancels thousands behind it: a what() of 3,000 lines (412 KB) buries the
+  // failure that matters, so the failed ones come first and the list stops at kListed lines;
+  // failures() keeps every one.
+  constexpr std::size_t kListed = 20;
   std::string msg = std::to_string(fs.size()) + " request(s) failed or were cancelled:";
-  for (const auto& f : fs)
-    msg += "\n  " + (f.id ? "request #" + std::to_string(f.id) + " " : std::string()) + f.kind + " '" + f.name + "' " +
-           (f.cancelled ? "cancelled" : "failed") + ": " + f.cause;
+  std::size_t listed = 0;
+  for (const bool cancelled : {false, true})
+    for (const auto& f : fs) {
+      if (f.cancelled != cancelled || listed == kListed) continue;
+      msg += "\n  " + (f.id ? "request #" + std::to_string(f.id) + " " : std::string()) + f.kind + " '" + f.name +
+             "' " + (f.cancelled ? "cancelled" : "failed") + ": " + f.cause;
+      ++listed;
+    }
+  if (listed < fs.size())
+    msg += "\n  ... and " + std::to_string(fs.size() - listed) + " more (failures() lists every one)";
   return msg;
 }
 }  // namespace

@@ -710,6 +710,39 @@ TEST_CASE("hetflow dump renders a dump to SVG, PNG and DOT") {
   CHECK(dot.find("n2 -> n3") != std::string::npos);
 }
 
+TEST_CASE("tools/trace_timeline_svg.py draws a dump, and names what is wrong with a trace or an untimed dump") {
+  // The README's timeline picture comes from it. A trace given in place of a dump ended in a Python
+  // KeyError: 'nodes' (found by a user-style program).
+  if (test::run_command("python3 --version").status != 0) return;  // the CLI's tests need no Python
+  const std::string script = quoted(fs::path(HETFLOW_TEST_SOURCE_DIR) / "tools" / "trace_timeline_svg.py");
+  std::vector<RequestRecord> recs{node(1, "H2D", "A", "H2D", 0, 1), node(2, "kernel", "B", "kernel0", 1, 2)};
+  recs[1].in_edges.push_back(edge(1, 2));
+  const fs::path dir = out_dir();
+  spit(dir / "timeline-dump.json", hetflow::to_json(recs, {"dev", "async", {}}));
+  auto r = test::run_command("python3 " + script + " " + quoted(dir / "timeline-dump.json") + " " +
+                             quoted(dir / "timeline.svg"));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const std::string svg = slurp(dir / "timeline.svg");
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("kernel0") != std::string::npos);
+
+  spit(dir / "timeline-trace.json",
+       R"({"traceEvents": [{"name": "B", "ph": "X", "ts": 1, "dur": 1}]})");  // a trace's shape
+  r = test::run_command("python3 " + script + " " + quoted(dir / "timeline-trace.json") + " " +
+                        quoted(dir / "timeline2.svg"));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("is not a hetflow dump") != std::string::npos);
+  CHECK(r.output.find("Traceback") == std::string::npos);
+
+  for (auto& rec : recs) rec.start_ns = rec.end_ns = -1;  // recorded without times
+  spit(dir / "timeline-untimed.json", hetflow::to_json(recs, {"dev", "async", {}}));
+  r = test::run_command("python3 " + script + " " + quoted(dir / "timeline-untimed.json") + " " +
+                        quoted(dir / "timeline3.svg"));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("no timed request") != std::string::npos);
+  CHECK(r.output.find("Traceback") == std::string::npos);
+}
+
 TEST_CASE("hetflow dump and report name the file and what is wrong with it") {
   const fs::path dir = out_dir();
   const fs::path missing = dir / "missing.json";

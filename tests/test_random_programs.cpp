@@ -748,10 +748,12 @@ std::string run_program(Controller& c, const Kernels& k, const Program& p, Watch
       wait();
     } catch (const hetflow::RequestFailed& e) {
       text = e.what();
-      got = std::strtoul(text.c_str(), nullptr, 10);
-      const auto lines = std::size_t(std::count(text.begin(), text.end(), '\n'));
-      const auto causes = count_of(text, "not run: request #") + count_of(text, "threw: injected failure");
-      if (lines != got || causes != got) errors += "  " + which + ": a report line without its cause:\n" + text + "\n";
+      got = e.failures().size();  // what() lists 20 at most
+      std::size_t causes = 0;
+      for (const auto& f : e.failures())
+        causes += count_of(f.cause, "not run: request #") + count_of(f.cause, "threw: injected failure");
+      if (std::strtoul(text.c_str(), nullptr, 10) != got || causes != got)
+        errors += "  " + which + ": a report without its cause:\n" + text + "\n";
     }
     if (got != expected)
       errors += "  " + which + " reported " + std::to_string(got) + " failed or cancelled request(s), expected " +

@@ -9,10 +9,29 @@ import sys
 COLOURS = {"H2D": "#4e79a7", "D2H": "#59a14f", "kernel": "#f28e2b", "host": "#b07aa1", "wait": "#bab0ac", "free": "#bab0ac"}
 
 
+def fail(message):
+    print(f"trace_timeline_svg: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
 def main():
-    dump = json.load(open(sys.argv[1]))
+    if len(sys.argv) < 3:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        sys.exit(2)
+    try:
+        with open(sys.argv[1]) as f:
+            dump = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{sys.argv[1]}: {e}")
+    # A trace (HETFLOW_TRACE, --trace) has the same times but no requests list: it opens as it is in
+    # Perfetto or chrome://tracing, and `hetflow report` summarises it.
+    if not isinstance(dump, dict) or "nodes" not in dump:
+        fail(f"{sys.argv[1]} is not a hetflow dump (no \"nodes\"): give the JSON of --dump or HETFLOW_DUMP; "
+             "a trace (--trace, HETFLOW_TRACE) opens as it is in Perfetto or chrome://tracing")
     title = sys.argv[3] if len(sys.argv) > 3 else f"{dump.get('device', '')} ({dump.get('policy', '')})"
     nodes = [n for n in dump["nodes"] if n["start_ns"] >= 0 and n["end_ns"] >= n["start_ns"] and n["kind"] != "wait"]
+    if not nodes:
+        fail(f"{sys.argv[1]} has no timed request to draw (was the controller recording? see docs/dump-schema.md)")
     t0 = min(n["start_ns"] for n in nodes)
     t1 = max(n["end_ns"] for n in nodes)
     order = {"H2D": 0, "kernel": 1, "D2H": 2}

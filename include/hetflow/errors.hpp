@@ -61,7 +61,8 @@ struct FailedRequest {
 
 // One or more submitted requests failed (OpenCL failure, a host task threw) or were cancelled
 // because something they depend on failed. Thrown by wait()/wait_all() while the controller is
-// usable (a wait that finds it lost throws DeviceLost, with the same list); what() lists them all.
+// usable (a wait that finds it lost throws DeviceLost, with the same list). what() lists the
+// failed ones first, then the cancelled ones, 20 at most, and says how many more failures() holds.
 struct RequestFailed : Error {
   explicit RequestFailed(std::vector<FailedRequest> failures);
   const std::vector<FailedRequest>& failures() const { return failures_; }
