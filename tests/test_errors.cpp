@@ -414,7 +414,7 @@ struct SensorOffline : std::runtime_error {
 };
 }  // namespace
 
-TEST_CASE("RequestFailed's what() shows the failed requests first and stops at 20 lines; failures() has them all") {
+TEST_CASE("RequestFailed's what() shows the failed requests first and stops at 20 lines, failures() has them all") {
   // 3,003 failures made a what() of 412 KB, the one failure that mattered among 3,000 cancellations
   // (found by a user-style program).
   Controller c(test::options(Policy::async));
