@@ -508,6 +508,17 @@ bool Engine::look_at(const RequestPtr& p) {
   return true;
 }
 
+namespace {
+// A waiting thread counted in parked_ for as long as it waits (Engine::park, sleep_until_woken).
+struct CountedIn {
+  std::atomic<unsigned>& n;
+  explicit CountedIn(std::atomic<unsigned>& count) : n(count) { n.fetch_add(1); }
+  ~CountedIn() { n.fetch_sub(1); }
+  CountedIn(const CountedIn&) = delete;
+  CountedIn& operator=(const CountedIn&) = delete;
+};
+}  // namespace
+
 bool Engine::park(Request& w) {
   // graph_.wait_for_all(), the way to run graph tasks before, returns only once the whole graph is
   // idle: a wait for a quick host task took as long as an unrelated one that ran beside it (5 s, or
@@ -515,16 +526,17 @@ bool Engine::park(Request& w) {
   // Parked (src/arena_park.hpp), the thread runs the arena's tasks until the wait's release, or one
   // of its device commands being enqueued (the streaming step), destroys the wake handle; then it
   // blocks on that command instead. It parks in its own arena, the graph's for the engine's maker.
-  if (!parks_here()) return false;
+  if (!parks_here()) {
+    // With no worker (one thread allowed), a thread that does not help leaves the tasks to nobody.
+    if (graph_threads_ < 2) return false;
+    sleep_until_woken(w);
+    return true;
+  }
   WaitWork& raw = w.wait();
   ArenaPark parking;
   // Counted in before looking (both sequentially consistent, as the streaming step's store of the
   // event and its look at the count): a command enqueued after the look wakes this wait.
-  struct Counted {
-    std::atomic<unsigned>& n;
-    explicit Counted(std::atomic<unsigned>& count) : n(count) { n.fetch_add(1); }
-    ~Counted() { n.fetch_sub(1); }
-  } counted(parked_);
+  const CountedIn counted(parked_);
   {
     std::lock_guard own(w.m);
     if (raw.released || blocking_candidate(raw)) return true;
@@ -538,12 +550,32 @@ bool Engine::park(Request& w) {
   return true;
 }
 
+void Engine::sleep_until_woken(Request& w) {
+  // Helping, as this thread did before, meant graph::wait_for_all(): from outside the graph's arena
+  // with its slots taken, oneTBB hands that to a worker and returns once the whole graph is idle, so
+  // a wait for a quick host task took as long as an unrelated 2 s one beside it
+  // (tests/test_threads_and_lifetimes.cpp). Entering the arena to park is no better: with every slot
+  // taken the park is handed to a worker too. The graph's workers run its tasks; this thread sleeps.
+  WaitWork& raw = w.wait();
+  const CountedIn counted(parked_);  // as in park()
+  std::unique_lock own(w.m);
+  if (raw.released || blocking_candidate(raw)) return;
+  raw.woken = false;
+  // Callbacks may come late or (PoCL, a failed command) never: the completion poller checks meanwhile.
+  poller_.hold();
+  raw.released_cv.wait(own, [&raw] { return raw.released || raw.woken; });
+  own.unlock();
+  poller_.release();
+}
+
 void Engine::wake_parked(Request& w) {
   tbb::task_handle wake;
   {
     std::lock_guard own(w.m);
     wake = std::move(w.wait().wake);
+    w.wait().woken = true;
   }
+  w.wait().released_cv.notify_all();
 }
 
 void Engine::join_own_arena() {

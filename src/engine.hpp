@@ -239,8 +239,10 @@ class Engine {
   void refuse_blocking_inside_host_task(const std::string& what) const;
   // The thread that made the engine waits for `wait` as a TBB thread of its arena (the graph's),
   // running whatever graph tasks come, until the wait is released or one of its device commands is
-  // enqueued; false on any other thread.
+  // enqueued. Any other thread sleeps until the same, while the graph has workers to run its tasks
+  // (sleep_until_woken). False where neither applies: that thread helps run the graph instead.
   bool park(Request& wait);
+  void sleep_until_woken(Request& wait);
   RequestPtr blocking_candidate(WaitWork& wait);                          // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once

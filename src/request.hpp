@@ -107,6 +107,9 @@ struct WaitWork {
   // does (Engine::ready), and so does a device command of the wait's being enqueued, so that the
   // thread goes back to blocking on it (Engine::wake_parked).
   tbb::task_handle wake;
+  // Under m: a thread other than the engine's maker sleeps on released_cv until the release or
+  // until one of its device commands is enqueued; Engine::wake_parked sets this for the latter.
+  bool woken = false;
 };
 using Work = std::variant<TransferWork, KernelWork, HostWork, HookWork, WaitWork>;
 

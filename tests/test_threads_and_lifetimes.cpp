@@ -4,12 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include "engine.hpp"
 #include "support.hpp"
@@ -347,6 +349,46 @@ TEST_CASE("a wait ends with its own requests, not with an unrelated host task st
     c.wait_all();
     CHECK_FALSE(unrelated.timed_out());
   }
+}
+
+// Another thread's wait helped run the graph through graph::wait_for_all(), which oneTBB hands to a
+// worker when the graph's arena is full and which returns only once the whole graph is idle: its
+// wait for a quick host task lasted as long as an unrelated task held open beside it. It sleeps now,
+// and the arena's free workers run its task. Four threads in the controller's arena, so one is free
+// whatever the machine (CI has 2 cores).
+TEST_CASE("a wait on another thread ends with its own host task, not with an unrelated one still running") {
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 4);
+  tbb::task_arena arena(4);
+  arena.execute([] {
+    for (bool maker_waits : {false, true}) {
+      CAPTURE(maker_waits);
+      Controller c(test::options(Policy::async));
+      auto a = c.tile<int>(1, "a"), b = c.tile<int>(1, "b");
+      a[0] = 0;
+      test::GatedTask unrelated(c, b);
+      std::promise<void> waited;
+      std::future<void> waited_here = waited.get_future();
+      std::thread other([&c, a, &waited]() mutable {
+        c.host_task(
+            "quick", [a]() mutable { a[0] += 1; }, io(a));
+        c.wait(a);
+        waited.set_value();
+      });
+      // The gate opens once the other thread's wait has returned, or after 20 s if it never does.
+      bool in_time = false;
+      std::thread opener([&] {
+        in_time = waited_here.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+        unrelated.open();
+      });
+      if (maker_waits) c.wait(b);  // the maker parked in the arena meanwhile must not matter either
+      opener.join();
+      other.join();
+      c.wait_all();
+      CHECK(in_time);
+      CHECK(a[0] == 1);
+      CHECK_FALSE(unrelated.timed_out());
+    }
+  });
 }
 
 // With TBB allowed one thread, no worker runs anything: the waiting thread runs the host tasks and
