@@ -163,41 +163,47 @@ std::string shorten(const std::string& s, std::size_t n) { return s.size() <= n 
 
 std::string to_json(const std::vector<RequestRecord>& records, const GraphInfo& info) {
   // Laid out by hand around compact objects: one node or edge per line stays readable and diffs
-  // well, where a pretty-printer spreads every region over a dozen lines.
-  auto line = [](const char* key, const ojson& v) {
-    return std::string(" \"") + key + "\": " + detail::json_text(v) + ",\n";
-  };
-  auto list = [](const char* key, const std::vector<ojson>& items, bool last) {
-    std::string out = std::string(" \"") + key + "\": [";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n  " : "\n  ") + detail::json_text(items[i]);
-    out += items.empty() ? "]" : "\n ]";
-    return out + (last ? "\n" : ",\n");
-  };
-  std::vector<ojson> nodes, edges, flow_nodes, flow_edges;
-  nodes.reserve(records.size());
-  for (const auto& r : records) {
-    nodes.push_back(node_json(r));
-    for (const auto& e : r.in_edges) edges.push_back(edge_json(e));
-  }
-  for (const auto& n : info.flow_nodes) {
-    flow_nodes.push_back(ojson{{"id", n.id}, {"name", n.name}, {"kind", n.kind}, {"messages", n.messages}});
-    if (n.failed_messages) flow_nodes.back()["failed_messages"] = n.failed_messages;
-    if (!n.state.empty()) flow_nodes.back()["state"] = n.state;
-  }
-  for (const auto& e : info.flow_edges)
-    flow_edges.push_back(ojson{{"from", e.from}, {"to", e.to}, {"messages", e.messages}});
+  // well, where a pretty-printer spreads every region over a dozen lines. Each object is written
+  // as it is made: a document of every node and edge at once took ~10 bytes of memory for each
+  // byte written (50,000 requests: 540 MB for a 30 MB dump).
   std::string out = "{\n";
-  out += line("format", dump_format_name);
-  out += line("version", dump_format_version);
-  out += line("device", info.device);
-  out += line("policy", info.policy);
-  if (!info.options.empty()) out += line("options", ojson(info.options));
-  if (!flow_nodes.empty()) {
-    out += list("flow_nodes", flow_nodes, false);
-    out += list("flow_edges", flow_edges, false);
+  auto line = [&out](const char* key, const ojson& v) {
+    out += std::string(" \"") + key + "\": " + detail::json_text(v) + ",\n";
+  };
+  // A list of `count` items, item(i, out) appending the i-th one's text.
+  auto list = [&out](const char* key, std::size_t count, bool last, auto&& item) {
+    out += std::string(" \"") + key + "\": [";
+    for (std::size_t i = 0; i < count; ++i) {
+      out += i ? ",\n  " : "\n  ";
+      item(i);
+    }
+    out += count ? "\n ]" : "]";
+    out += last ? "\n" : ",\n";
+  };
+  line("format", dump_format_name);
+  line("version", dump_format_version);
+  line("device", info.device);
+  line("policy", info.policy);
+  if (!info.options.empty()) line("options", ojson(info.options));
+  if (!info.flow_nodes.empty()) {
+    list("flow_nodes", info.flow_nodes.size(), false, [&](std::size_t i) {
+      const auto& n = info.flow_nodes[i];
+      ojson o{{"id", n.id}, {"name", n.name}, {"kind", n.kind}, {"messages", n.messages}};
+      if (n.failed_messages) o["failed_messages"] = n.failed_messages;
+      if (!n.state.empty()) o["state"] = n.state;
+      out += detail::json_text(o);
+    });
+    list("flow_edges", info.flow_edges.size(), false, [&](std::size_t i) {
+      const auto& e = info.flow_edges[i];
+      out += detail::json_text(ojson{{"from", e.from}, {"to", e.to}, {"messages", e.messages}});
+    });
   }
-  out += list("nodes", nodes, false);
-  out += list("edges", edges, true);
+  list("nodes", records.size(), false, [&](std::size_t i) { out += detail::json_text(node_json(records[i])); });
+  // Edges are listed by their target's record; the flat index runs over them in that order.
+  std::vector<const EdgeRecord*> edges;
+  for (const auto& r : records)
+    for (const auto& e : r.in_edges) edges.push_back(&e);
+  list("edges", edges.size(), true, [&](std::size_t i) { out += detail::json_text(edge_json(*edges[i])); });
   return out + "}\n";
 }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/dump_reader.hpp"
+#include "analysis/filtered_json.hpp"
 #include "analysis/trace_summary.hpp"
 #include "process.hpp"
 #include "support.hpp"
@@ -494,6 +495,70 @@ TEST_CASE("T-07 dump: the WAR edge from the kernel reading a to the second move_
     CHECK(dot.find("n" + std::to_string(k) + " -> n" + std::to_string(h2d) +
                    " [label=\"WAR a [0:1000) kernel_read→offloading_write\"") != std::string::npos);
   }
+}
+
+// Traces and dumps are read leaving out what the reader never looks at (a 50,000-request trace took
+// 880 MB to summarize whole): what is left must be exactly the rest of the document.
+TEST_CASE("a trace read leaving out its events, arrows or embedded nodes is the rest of it, unchanged") {
+  Case t(Policy::async);
+  auto a = t.c.tile<float>(short_n, "a");
+  auto b = t.c.tile<float>(short_n, "b");
+  test::change(t.c, a, 1.0f);
+  t.c.move_to(a);
+  t.K(a, b, 200);
+  t.c.move_from(b);
+  test::change(t.c, a, 3.0f);
+  t.c.wait_all();
+  const std::string text = hetflow::to_trace_json(t.c.records(), hetflow::graph_info(t.c));
+  const json whole = json::parse(text);
+  const auto arrow = [](const json& ev) { return ev["ph"] == "s" || ev["ph"] == "f"; };
+  REQUIRE(std::any_of(whole["traceEvents"].begin(), whole["traceEvents"].end(), arrow));
+
+  CHECK(hetflow::parse_leaving_out(text, {}) == whole);
+  json expected = whole;
+  expected["traceEvents"] = json::array();
+  for (const auto& ev : whole["traceEvents"])
+    if (!arrow(ev)) expected["traceEvents"].push_back(ev);
+  CHECK(hetflow::parse_leaving_out(text, {.hazard_arrows = true}) == expected);
+  expected["traceEvents"] = json::array();
+  CHECK(hetflow::parse_leaving_out(text, {.trace_events = true}) == expected);
+  expected = whole;
+  expected["hetflow"].erase("nodes");
+  CHECK(hetflow::parse_leaving_out(text, {.embedded_nodes = true}) == expected);
+  for (const char* bad : {"[1, 2", "{\"a\": }", "", "{\"n\": 1e999999}"}) {
+    CAPTURE(bad);
+    std::string whole_error, filtered_error;
+    try {
+      (void)json::parse(bad);
+    } catch (const json::exception& e) {
+      whole_error = e.what();
+    }
+    try {
+      (void)hetflow::parse_leaving_out(bad, {.hazard_arrows = true});
+    } catch (const json::exception& e) {
+      filtered_error = e.what();
+    }
+    CHECK(!whole_error.empty());
+    CHECK(filtered_error == whole_error);
+  }
+
+  // The summary and the dump read from the trace are those of the whole document (a trace not
+  // marked as hetflow's is read whole).
+  std::string unmarked = text;
+  const std::string marker = "\"format\":\"hetflow-trace\"";
+  REQUIRE(unmarked.find(marker) != std::string::npos);
+  unmarked.replace(unmarked.find(marker), marker.size(), "\"format\":\"someone-else\"");
+  CHECK(hetflow::to_json(hetflow::summarize_trace(text)) == hetflow::to_json(hetflow::summarize_trace(unmarked)));
+  const auto [records, info] = hetflow::from_json(text);
+  const auto [from_dump, dump_info] = hetflow::from_json(hetflow::to_json(t.c.records(), hetflow::graph_info(t.c)));
+  CHECK(hetflow::to_json(records, info) == hetflow::to_json(from_dump, dump_info));
+
+  // hetflow's own trace without an embedded dump: its arrows are its edges after all.
+  json no_dump = hand_trace(false);
+  no_dump["otherData"] = json{{"format", "hetflow-trace"}};
+  const auto s = hetflow::summarize_trace(no_dump.dump());
+  CHECK(s.edges_from_flows);
+  check_hand_summary(s);
 }
 
 TEST_CASE("trace: valid Chrome JSON, every timed request on its lane's track at the dump's times") {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/filtered_json.hpp"
+
 namespace hetflow {
 
 using nlohmann::json;
@@ -72,15 +74,19 @@ Box region_from(const json& r, const std::string& where, int& dims) {
 // The dump's JSON object, its format and version checked. A trace written by to_trace_json carries
 // its dump: `hetflow dump trace.json` works too.
 json dump_document(const std::string& text) {
+  // A trace's events are not read here, only its embedded dump: each is left out as it is read
+  // (analysis/filtered_json.hpp).
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_leaving_out(text, JsonLeftOut{true, true, false});
   } catch (const json::parse_error& e) {
     bad(std::string("not JSON (") + e.what() + ")");
   }
   if (!doc.is_object()) bad("the top level is not a JSON object");
-  if (!doc.contains("format") && doc.contains("traceEvents") && doc.contains("hetflow") && doc["hetflow"].is_object())
-    doc = json(doc["hetflow"]);
+  if (!doc.contains("format") && doc.contains("traceEvents") && doc.contains("hetflow") && doc["hetflow"].is_object()) {
+    json embedded = std::move(doc["hetflow"]);
+    doc = std::move(embedded);
+  }
   if (!doc.contains("format")) bad("no \"format\" field (expected \"" + std::string(dump_format) + "\")");
   const std::string format = string_field(doc, "format", "the top level");
   if (format != dump_format) bad("\"format\" is \"" + format + "\", expected \"" + dump_format + "\"");

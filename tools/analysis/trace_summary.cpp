@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/filtered_json.hpp"
+
 namespace hetflow {
 
 using nlohmann::json;
@@ -291,13 +293,26 @@ void keep_from(std::vector<Slice>& slices, const std::string& from) {
   std::erase_if(slices, [&](const Slice& s) { return s.iv.start_ns < *start; });
 }
 
-TraceSummary summarize(const std::string& text, const std::string& from) {
+// A trace hetflow wrote, read without what its summary does not look at: the hazard arrows (two
+// events per edge) when its embedded dump has the edges, and that dump's nodes
+// (analysis/filtered_json.hpp). Any other trace is read whole.
+json parse_trace(const std::string& text) {
+  const bool hetflow_trace = text.find("\"format\":\"hetflow-trace\"") != std::string::npos;
   json doc;
   try {
-    doc = json::parse(text);
+    if (hetflow_trace) doc = parse_leaving_out(text, JsonLeftOut{false, true, true});
+    // Its arrows are the edges of a trace without an embedded dump: then they are needed after all.
+    if (!hetflow_trace ||
+        !(doc.is_object() && doc.contains("hetflow") && doc["hetflow"].is_object() && doc["hetflow"].contains("edges")))
+      doc = json::parse(text);
   } catch (const json::parse_error& e) {
     bad(std::string("not JSON (") + e.what() + ")");
   }
+  return doc;
+}
+
+TraceSummary summarize(const std::string& text, const std::string& from) {
+  json doc = parse_trace(text);
   const json& events = trace_events(doc);
   TraceSummary sum;
   if (doc.is_object())
