@@ -1,5 +1,6 @@
 // Host-task function node: runs a host task (or a tile's release) on a TBB worker once everything
-// it depends on is done. An exception fails the request and cancels its dependants.
+// it depends on is done, or on a thread that waits for it (Engine::run_ready_host_task). An exception fails the request
+// and cancels its dependants.
 #include <tbb/task_arena.h>
 
 #include "engine.hpp"
@@ -25,7 +26,9 @@ void Engine::run_host(const RequestPtr& r) {
   if (recording) {
     r->start_ns = now_ns();
     std::lock_guard lock(r->m);
-    r->worker = "host" + std::to_string(tbb::this_task_arena::current_thread_index());
+    // A TBB thread's slot, or a waiting thread of the program's that ran it (Engine::sleep_until_woken).
+    const int slot = tbb::this_task_arena::current_thread_index();
+    r->worker = slot >= 0 ? "host" + std::to_string(slot) : std::string("host (waiting thread)");
   }
   std::string error;
   const Request* outer_task = running_task;

@@ -112,8 +112,9 @@ Engine::Engine(const ControllerOptions& options)
                    streaming_step_.enqueue(r);
                  }),
       host_(graph_, tbb::flow::unlimited,
-            [this](const RequestPtr& r) {
-              run_host(r);
+            [this](const RequestPtr&) {
+              // One task per ready request, which a waiting thread may have run already.
+              run_ready_host_task();
               return tbb::flow::continue_msg{};
             }),
       receiver_(graph_, tbb::flow::unlimited, [this](const RequestPtr& r) {
@@ -555,12 +556,32 @@ void Engine::sleep_until_woken(Request& w) {
   // with its slots taken, oneTBB hands that to a worker and returns once the whole graph is idle, so
   // a wait for a quick host task took as long as an unrelated 2 s one beside it
   // (tests/test_threads_and_lifetimes.cpp). Entering the arena to park is no better: with every slot
-  // taken the park is handed to a worker too. The graph's workers run its tasks; this thread sleeps.
+  // taken the park is handed to a worker too. The graph's workers run its tasks; this thread runs
+  // the host requests that are ready (ready_host_), and otherwise sleeps until one is, its own wait
+  // is released or one of its device commands is enqueued.
   WaitWork& raw = w.wait();
   const CountedIn counted(parked_);  // as in park()
+  struct Registered {
+    Engine& e;
+    Request* w;
+    Registered(Engine& engine, Request* wait) : e(engine), w(wait) {
+      std::lock_guard registry(e.sleepers_mutex_);
+      e.sleepers_.push_back(w);
+      e.sleeper_count_.fetch_add(1);  // sequentially consistent: before the queue is looked at
+    }
+    ~Registered() {
+      std::lock_guard registry(e.sleepers_mutex_);
+      std::erase(e.sleepers_, w);
+      e.sleeper_count_.fetch_sub(1);
+    }
+  } registered(*this, &w);
+  {
+    std::lock_guard own(w.m);
+    if (raw.released || blocking_candidate(raw)) return;
+    raw.woken = false;  // before the queue is looked at: a request made ready after that wakes it
+  }
+  if (run_ready_host_task()) return;
   std::unique_lock own(w.m);
-  if (raw.released || blocking_candidate(raw)) return;
-  raw.woken = false;
   // Callbacks may come late or (PoCL, a failed command) never: the completion poller checks meanwhile.
   poller_.hold();
   raw.released_cv.wait(own, [&raw] { return raw.released || raw.woken; });
@@ -811,7 +832,30 @@ void Engine::ready(const RequestPtr& r) {
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
+  ready_host_.push(r);
+  // Pushed, then sleepers counted (both ordered by the fence, as sleep_until_woken counts itself in
+  // before looking at the queue): a thread that saw the queue empty is woken.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeper_count_.load(std::memory_order_relaxed) > 0) wake_sleepers();
   host_.try_put(r);
+}
+
+bool Engine::run_ready_host_task() {
+  RequestPtr r;
+  if (!ready_host_.try_pop(r)) return false;
+  run_host(r);
+  return true;
+}
+
+void Engine::wake_sleepers() {
+  std::lock_guard registry(sleepers_mutex_);
+  for (Request* w : sleepers_) {
+    {
+      std::lock_guard own(w->m);
+      w->wait().woken = true;
+    }
+    w->wait().released_cv.notify_all();
+  }
 }
 
 void Engine::arm_host_side(const RequestPtr& r) {
