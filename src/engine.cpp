@@ -66,8 +66,9 @@ void check_tile_size(const Extent& e, std::size_t elem_size, const std::string& 
   for (std::size_t n : {e.x, e.y, e.z})
     if (__builtin_mul_overflow(bytes, n, &bytes)) throw UsageError(what + ": its size in bytes overflows a size_t");
   if (dev.max_alloc_bytes && bytes > dev.max_alloc_bytes)
-    throw UsageError(what + " (" + std::to_string(bytes) + " bytes) exceeds the largest buffer device '" + dev.name +
-                     "' allocates, " + std::to_string(dev.max_alloc_bytes) + " bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+    throw TooLargeForDevice(what + " (" + std::to_string(bytes) + " bytes) exceeds the largest buffer device '" +
+                            dev.name + "' allocates, " + std::to_string(dev.max_alloc_bytes) +
+                            " bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
 }
 
 // Checked first, so a malformed variable is reported before anything is built.

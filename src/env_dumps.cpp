@@ -31,16 +31,20 @@ std::string numbered(const std::string& path, int n) {
   return stem + "." + std::to_string(n) + ext;
 }
 
+std::atomic<std::size_t> files_not_written{0};
+
 template <class F>
 void attempt(const char* what, const std::string& path, F&& f) noexcept {
   try {
     f();
   } catch (const std::exception& e) {
+    ++files_not_written;
     try {
       log().error("could not write the {} '{}': {}", what, path, e.what());
     } catch (...) {
     }
   } catch (...) {
+    ++files_not_written;
     try {
       log().error("could not write the {} '{}'", what, path);
     } catch (...) {
@@ -51,6 +55,8 @@ void attempt(const char* what, const std::string& path, F&& f) noexcept {
 std::atomic<int> controllers_written{0};
 
 }  // namespace
+
+std::size_t env_dump_failures() noexcept { return files_not_written.load(); }
 
 std::string dump_companion(const std::string& dump_path, const char* suffix) {
   const auto [stem, ext] = split_extension(dump_path);

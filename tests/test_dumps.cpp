@@ -930,6 +930,14 @@ TEST_CASE("hetflow dump refuses a selection of no request, saying why, and write
     CHECK(r.output.find(c.said) != std::string::npos);
     CHECK_FALSE(fs::exists(svg));
   }
+  // hetflow report's --from naming no event of the trace is the same kind of mistake (status 1 before).
+  const fs::path trace = dir / "select-report.json";
+  spit(trace, hetflow::to_trace_json(recs, {"dev", "async", {}}));
+  auto wrong = cli("report " + quoted(trace) + " --from 'no such event'");
+  INFO(wrong.output);
+  CHECK(wrong.status == 2);
+  CHECK(wrong.output.find("no event named 'no such event'") != std::string::npos);
+  CHECK(cli("report " + quoted(trace) + " --from C").status == 0);
   // What does select something is drawn, and the line says which part by the options given.
   const auto r = cli("dump " + quoted(file) + " --tile 'in flight' --to 3 --dot " + quoted(dir / "select-dump.dot"));
   INFO(r.output);

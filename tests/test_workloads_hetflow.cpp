@@ -285,7 +285,9 @@ TEST_CASE("hetflow exits 2 for every mistake on the command line, 1 for a run or
         std::pair{"run sobel --size 64 --frames 1 --policy sync --dump "
                   "/nonexistent-hetflow-dir/x.json",
                   1},
-        std::pair{"--help", 0}, std::pair{"run --help", 0}, std::pair{"--version", 0}}) {
+        // What only the device refuses is not the command line's mistake.
+        std::pair{"run sobel --size 99999999x99999999 --frames 1 --policy sync", 1}, std::pair{"--help", 0},
+        std::pair{"run --help", 0}, std::pair{"--version", 0}}) {
     const auto r = test::run_command(cli + " " + args);
     INFO(args);
     INFO(r.output);
@@ -293,6 +295,16 @@ TEST_CASE("hetflow exits 2 for every mistake on the command line, 1 for a run or
   }
   const auto help = test::run_command(cli + " --help");
   CHECK(help.output.find("Exit status: 0 on success") != std::string::npos);
+  // A HETFLOW_DUMP or HETFLOW_TRACE that cannot be written fails the run, as --dump does (0 before).
+  for (const char* variable : {"HETFLOW_DUMP", "HETFLOW_TRACE"}) {
+    CAPTURE(variable);
+    const auto r = test::run_command(std::string("env ") + variable + "=/nonexistent-hetflow-dir/x.json " + cli +
+                                     " run sobel --size 64 --frames 1 --policy sync");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("could not write") != std::string::npos);
+    CHECK(r.output.find("file(s) of HETFLOW_DUMP or HETFLOW_TRACE could not be written") != std::string::npos);
+  }
 }
 
 TEST_CASE("hetflow run --input: --size is refused, too many --frames named, only the frames run are read") {

@@ -98,6 +98,9 @@ std::string dump_companion(const std::string& dump_path, const char* suffix);
 // their number before the extension (run.json, run.2.json, ...) so none overwrites another.
 // Errors go to the log, never out.
 void write_env_dumps(const Controller& c) noexcept;
+// How many of those files could not be written since the process started (each was logged): a
+// program that must fail when its dump is missing, as `hetflow run` does, compares it before and after.
+std::size_t env_dump_failures() noexcept;
 
 namespace detail {
 // Whole-file I/O for the dump, trace and CLI code; errors (Error) name the file and `what` it is

@@ -21,6 +21,12 @@ struct UsageError : Error {
   using Error::Error;
 };
 
+// A tile larger than the device allocates at once (CL_DEVICE_MAX_MEM_ALLOC_SIZE): the same
+// program may run on a device that allocates more. A UsageError, thrown by the call that makes it.
+struct TooLargeForDevice : UsageError {
+  using UsageError::UsageError;
+};
+
 // No OpenCL platform, or a device selection that matches nothing.
 struct DeviceError : Error {
   using Error::Error;

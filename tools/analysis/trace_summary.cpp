@@ -289,7 +289,8 @@ void keep_from(std::vector<Slice>& slices, const std::string& from) {
   std::optional<std::int64_t> start;
   for (const auto& s : slices)
     if (s.name == from && (!start || s.iv.start_ns < *start)) start = s.iv.start_ns;
-  if (!start) throw Error("no event named '" + from + "' to start the window at");
+  // A value the user typed that the trace lacks, as `hetflow dump --tile` with a tile it lacks.
+  if (!start) throw UsageError("no event named '" + from + "' to start the window at");
   std::erase_if(slices, [&](const Slice& s) { return s.iv.start_ns < *start; });
 }
 
@@ -346,6 +347,8 @@ TraceSummary summarize_trace_file(const std::string& path, const std::string& fr
   const std::string text = detail::read_text_file(path, "trace");
   try {
     return summarize_trace(text, from);
+  } catch (const UsageError& e) {  // what was asked of it, not the file, is wrong
+    throw UsageError("trace '" + path + "': " + e.what());
   } catch (const Error& e) {
     throw Error("trace '" + path + "': " + e.what());
   }

@@ -1,6 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <hetflow/controller.hpp>
+#include <hetflow/errors.hpp>
 
 #include <cstdio>
 #include <exception>
@@ -31,6 +32,17 @@ auto with_dumps_of_a_failure(const hetflow::Controller& c, const std::string& du
       }
     }
     throw;
+  }
+}
+
+// run()'s result, with a tile too large for the device made an Error: that is the device's limit
+// (exit status 1), where a UsageError is a mistake on the command line (2).
+template <class Run>
+auto device_limits_are_the_runs(Run&& run) -> decltype(run()) {
+  try {
+    return run();
+  } catch (const hetflow::TooLargeForDevice& e) {
+    throw hetflow::Error(e.what());
   }
 }
 }  // namespace hetflow::cli

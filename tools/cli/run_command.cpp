@@ -190,7 +190,8 @@ workloads::RunResult run_once(const RunOptions& o, const ProblemSize& size, Poli
   // Interrupted, the run would leave an --output cut off mid-frame, which a player reads as whole.
   std::optional<RemovedOnSignal> partial_output;
   if (last && is_sobel(o) && !o.output.empty()) partial_output.emplace(o.output);
-  workloads::RunResult r = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return run_workload(c, o, size, last); });
+  workloads::RunResult r = with_dumps_of_a_failure(
+      c, o.dump, o.trace, [&] { return device_limits_are_the_runs([&] { return run_workload(c, o, size, last); }); });
   if (last) write_requested_dumps(c, o.dump, o.trace);
   return r;
 }
@@ -471,7 +472,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--verify", o->verify, "compare the last result with the CPU reference");
   cmd->callback([o, cmd] {
     refuse_options_of_other_workloads(*cmd, o->workload);
+    const std::size_t unwritten_before = env_dump_failures();
     run(*o);
+    // HETFLOW_DUMP / HETFLOW_TRACE are written as each controller ends, errors logged: a file that
+    // could not be written fails the run as --dump's would.
+    if (const std::size_t n = env_dump_failures() - unwritten_before)
+      throw Error(std::to_string(n) +
+                  " file(s) of HETFLOW_DUMP or HETFLOW_TRACE could not be written (the errors above "
+                  "say which and why)");
   });
 }
 

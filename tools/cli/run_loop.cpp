@@ -43,7 +43,8 @@ void run_loop(const LoopRunOptions& o) {
     list.push_back(ctls.back().get());
   }
   Controller& c = *ctls.front();  // the home controller: the workload's tiles and kernels
-  auto w = workloads::make_loop_workload(c, o.workload, o.size, o.fast_math);
+  auto w =
+      device_limits_are_the_runs([&] { return workloads::make_loop_workload(c, o.workload, o.size, o.fast_math); });
   LoopOptions options{.scheduler = o.scheduler, .cpu_workers = o.cpu_workers};
   if (o.device_slots != 0) options.device_slots = o.device_slots;
   HeteroLoop loop(list, w->body(), options);
@@ -60,7 +61,8 @@ void run_loop(const LoopRunOptions& o) {
   for (int call = 0; call < o.calls; ++call) {
     w->before_call();
     w->clear_output();
-    last = with_dumps_of_a_failure(c, o.dump, o.trace, [&] { return loop(w->size()); });
+    last = with_dumps_of_a_failure(c, o.dump, o.trace,
+                                   [&] { return device_limits_are_the_runs([&] { return loop(w->size()); }); });
     std::printf("%-5d %10.4f", call, last.seconds);
     for (const auto& side : last.sides) std::printf(" %14zu %8zu", side.iterations, side.chunks);
     std::printf("\n");
