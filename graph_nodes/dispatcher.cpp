@@ -80,9 +80,21 @@ void DispatchStep::track_hazards(const RequestPtr& r) {
   }
   if (r->accesses.empty()) track_untracked(r);
   preds.reserve(preds.size() + edge_scratch_.size());  // one allocation: a transfer has an edge per image
-  for (const auto& e : edge_scratch_)
+  for (const auto& e : edge_scratch_) {
     if (std::find(preds.begin(), preds.end(), e.from) == preds.end() && !(engine_.recording && is_done(e.from)))
       preds.push_back(e.from);
+    // Only a RAW edge makes r depend on e.from, so that its failure cancels r (docs/architecture.md,
+    // "Failures"). A WAW edge only orders r's overwrite after it, but r's write may hide a failed
+    // write from the tracker (Request::failures_behind); a WAR edge only orders.
+    if (e.hazard == Hazard::WAR) continue;
+    const bool reads = e.hazard == Hazard::RAW;
+    auto known = std::find_if(r->written_before.begin(), r->written_before.end(),
+                              [&](const Request::WrittenBefore& w) { return w.id == e.from->id; });
+    if (known == r->written_before.end())
+      r->written_before.push_back({e.from->id, reads});
+    else
+      known->reads = known->reads || reads;
+  }
   if (!engine_.recording) return;
   std::vector<EdgeRecord> edges;
   for (const auto& e : edge_scratch_) {
@@ -98,12 +110,12 @@ void DispatchStep::track_hazards(const RequestPtr& r) {
 
 void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
   // Host → device edges hold the command back until the host predecessor has ended (it is then put
-  // to the streaming node again, to be enqueued or, if the predecessor failed, cancelled); device →
+  // to the streaming node again, to be enqueued or, if it reads what a failed one wrote, cancelled); device →
   // device edges stay in `preds` for the streaming node, which turns them into wait-list events
   // when it enqueues. The +1 is the streaming node's to take, so no host predecessor can release
   // the command before the streaming node saw it.
   r->enqueue_unmet.store(1, std::memory_order_relaxed);
-  RequestList ended_badly;  // cancel_because takes p.m itself
+  RequestList ended_badly;  // cancel_if_dependent takes p.m itself
   std::erase_if(r->preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;
     std::lock_guard lock(p->m);
@@ -115,7 +127,7 @@ void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
     p->held.push_back(r);
     return true;
   });
-  for (const auto& p : ended_badly) cancel_because(*r, *p, p->status.load(std::memory_order_acquire));
+  for (const auto& p : ended_badly) cancel_if_dependent(*r, *p, p->status.load(std::memory_order_acquire));
 }
 
 }  // namespace hetflow::detail

@@ -206,13 +206,17 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
       s = p.status.load();
       if (s == Status::done) continue;
     }
-    if (s == Status::failed || s == Status::cancelled || !p.event.load()) {
+    const bool ended_badly = s == Status::failed || s == Status::cancelled;
+    // An overwrite of what p read or wrote runs after it; p has ended, so its event, which OpenCL
+    // would treat as a reason to terminate r, stays out of the wait list.
+    if (ended_badly && !cancel_if_dependent(r, p, s)) continue;
+    if (ended_badly || !p.event.load()) {
+      if (!ended_badly) cancel_because(r, p, s);
       // Every failure behind r is kept, for the hazard it stays until they are reported (Engine::is_done).
-      cancel_because(r, p, s);
       for (std::size_t j = i + 1; j < r.preds.size(); ++j)
         if (const Status t = r.preds[j]->status.load(std::memory_order_acquire);
             t == Status::failed || t == Status::cancelled)
-          cancel_because(r, *r.preds[j], t);
+          cancel_if_dependent(r, *r.preds[j], t);
       return dependency_cause(p, s);
     }
     if (running != i) std::swap(r.preds[running], r.preds[i]);

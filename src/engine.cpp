@@ -394,7 +394,10 @@ void Engine::submit(RequestPtr r) {
   // The dispatcher adds the hazards' predecessors to these (HooksAfter).
   if (hooks_after && r->is_hook())
     for (const auto& p : *hooks_after)
-      if (launched_here(*p) && !p->ended()) r->preds.push_back(p);
+      if (launched_here(*p) && !p->ended()) {
+        r->preds.push_back(p);
+        r->written_before.push_back({p->id, true});  // the hook is there to be told how they ended
+      }
   // Under sync every request but a launch returns when done; a hook never blocks (it is the way to be
   // told without blocking).
   const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();
@@ -765,6 +768,9 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // A done device command has completed; any other outcome is asked of the driver (a host request
     // or a wait has no command). A wait lets go of its tile and predecessors too.
     if (s == Status::done || off_the_device(r)) leftovers = r.take_leftovers();
+    // Its writes stand over whatever failed under them: only a failed or cancelled request keeps
+    // its failures behind for the hazard it stays (Engine::is_done).
+    if (s == Status::done) r.failures_behind.reset();
     // Last, and still under r.m: a wait that finds r ended here may take and report its failure at
     // once, and the dispatcher must then see r as ended (is_done) for the next request, or that
     // request is cancelled by a failure already reported (test_random_programs, under load).
@@ -777,13 +783,14 @@ void Engine::finish(Request& r, Status s, std::string error) {
     return;
   }
   const std::string cause = dependency_cause(r, s);
-  // Held-back requests never reach the driver: the streaming node cancels them once nothing they
-  // wait for is left (Engine::end_after_preds).
+  // Held-back requests that read what r wrote never reach the driver: the streaming node cancels
+  // them once nothing they wait for is left (Engine::end_after_preds). The others are enqueued.
   for (const auto& h : held) {
-    cancel_because(*h, r, s);
+    cancel_if_dependent(*h, r, s);
     release_held(h, nullptr);
   }
-  // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them.
+  // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them,
+  // whatever the hazard that put its event in their wait list.
   for (const auto& d : dependants) {
     cancel_because(*d, r, s);
     finish(*d, Status::cancelled, "not run: " + cause);
@@ -791,7 +798,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) {
-  if (failed_pred) cancel_because(*consumer, *failed_pred, failed_pred->status.load());
+  if (failed_pred) cancel_if_dependent(*consumer, *failed_pred, failed_pred->status.load());
   if (consumer->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(consumer);
 }
 
@@ -865,7 +872,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
   for (const auto& p : r->preds) {
     bool register_now = false, flush_only = false;
     Status ended = Status::pending;
-    {  // p.m is released before cancel_because below takes it
+    {  // p.m is released before cancel_if_dependent below takes it
       std::lock_guard lock(p->m);
       ended = p->status.load(std::memory_order_relaxed);
       if (ended == Status::pending) {
@@ -891,7 +898,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       }
     }
     if (ended != Status::pending) {
-      if (ended != Status::done) cancel_because(*r, *p, ended);
+      if (ended != Status::done) cancel_if_dependent(*r, *p, ended);
       continue;
     }
     if (register_now) watch(p);
@@ -999,14 +1006,15 @@ bool Engine::is_done(const RequestPtr& r) {
   // NVIDIA beside a stream of enqueues (tools/drivers/live_events_probe.c, docs/drivers.md), and the
   // dispatcher asks for every predecessor of every request. A device command that ended unseen stays
   // a predecessor a little longer: its event joins a wait list, as in hand-written code, until the
-  // streaming step, a wait or a poll settles it. A failed request stays a hazard until reported.
+  // streaming step, a wait or a poll settles it. A failed request stays a hazard until reported;
+  // only for what reads after it (cancel_if_dependent), but a writer after it still waits for it.
   const Status s = r->status.load(std::memory_order_acquire);
   if (s == Status::done) return true;
   if (s == Status::pending || !r->reported.load(std::memory_order_acquire)) return false;
-  // Reported, but a cancelled request stays a hazard while a failure behind it is not: the failed
-  // request's own access may be gone from the tracker, forgotten under this one's covering write,
-  // and what reads there next would get data the failed request never wrote. (One gone was reported:
-  // the controller keeps a failure until a wait takes it.)
+  // Reported, but a failed or cancelled request stays a hazard while a failure behind it is not: the
+  // failed request's own access may be gone from the tracker, forgotten under this one's covering
+  // write that never happened, and what reads there next would get data the failed request never
+  // wrote. (One gone was reported: the controller keeps a failure until a wait takes it.)
   std::lock_guard lock(r->m);
   if (!r->failures_behind) return true;
   return std::all_of(r->failures_behind->begin(), r->failures_behind->end(), [](const std::weak_ptr<Request>& b) {

@@ -161,7 +161,22 @@ struct Request : std::enable_shared_from_this<Request> {
   // of host-side requests: deduplicated, not known complete at dispatch (device requests: their
   // device predecessors only).
   RequestList preds;
-  std::string cancel_cause;  // under m; non-empty: a predecessor failed; do not run
+  // The predecessors whose writes this request reads (`reads`: a RAW edge on some image; a hook's
+  // launches too) or only overwrites (WAW), by id: ids are never reused, and these outlive `preds`.
+  // Only the failure of one it reads cancels it; one it overwrites may hide a failure under its
+  // write (cancel_if_dependent). A predecessor that only read what it writes (WAR) is in neither.
+  // Set before the request is shared.
+  struct WrittenBefore {
+    std::uint64_t id;
+    bool reads;
+  };
+  std::vector<WrittenBefore> written_before;
+  const WrittenBefore* written_by(const Request& p) const {
+    for (const auto& w : written_before)
+      if (w.id == p.id) return &w;
+    return nullptr;
+  }
+  std::string cancel_cause;  // under m; non-empty: a predecessor it depends on failed; do not run
   std::string failure;       // under m; a device request the driver refused: why (Engine::end_after_preds)
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
   // predecessor has ended (and succeeded; else the request is cancelled) and every device
@@ -205,10 +220,13 @@ struct Request : std::enable_shared_from_this<Request> {
   std::exception_ptr exception;  // host tasks: what fn threw
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
-  // A cancelled request: the failed requests behind its cancellation (under m): it stays a hazard
-  // until they are reported too (Engine::is_done). Its covering write may have made the tracker
-  // forget their accesses, and what reads there next would get data they never wrote. Made only for a
-  // cancelled request: the others do not pay its size (a soak keeps 10^5 requests in flight).
+  // The failed requests behind the predecessors it read or overwrote that ended badly (under m),
+  // those behind its cancellation first: a failed or cancelled request stays a hazard until they are
+  // reported too (Engine::is_done). Its write may have made the tracker forget their accesses, and
+  // what reads there next would get data they never wrote — also when it only overwrote them (WAW)
+  // and was cancelled or failed for another reason. Made only once such a predecessor ended badly, and dropped
+  // when the request succeeds (its writes then stand): the others do not pay its size (a soak keeps
+  // 10^5 requests in flight).
   std::unique_ptr<std::vector<std::weak_ptr<Request>>> failures_behind;
   // What an ended request no longer needs but would keep for as long as something holds the request:
   // its tiles (a tile's buffers live while any request holds it), a task's captures, a wait's tile
@@ -252,27 +270,69 @@ RequestPtr make_request(Kind k, std::string name, Args&&... args) {
 // (", behind it request #3 'load' that failed"). Called without p.m held: it takes it.
 std::string dependency_cause(const Request& p, Status s);
 
+// The failed requests that a dependant of p, which ended with s, has behind it: p itself if it
+// failed, and those behind p (Request::failures_behind). Called without p.m held: it takes it.
+inline std::vector<std::weak_ptr<Request>> failures_through(Request& p, Status s) {
+  std::vector<std::weak_ptr<Request>> behind;
+  if (s == Status::failed) behind.push_back(p.weak_from_this());
+  if (s != Status::failed && s != Status::cancelled) return behind;
+  std::lock_guard lock(p.m);
+  if (p.failures_behind)
+    for (const auto& b : *p.failures_behind) behind.push_back(b);
+  return behind;
+}
+
+// Adds `behind` to r's failures_behind (under r.m), each once; `causes` puts them first, where
+// dependency_cause looks for the failure to name.
+inline void add_failures_behind(Request& r, std::vector<std::weak_ptr<Request>> behind, bool causes) {
+  if (behind.empty()) return;
+  if (!r.failures_behind) r.failures_behind = std::make_unique<std::vector<std::weak_ptr<Request>>>();
+  auto& mine = *r.failures_behind;
+  const auto same = [](const std::weak_ptr<Request>& x, const std::weak_ptr<Request>& y) {
+    return !x.owner_before(y) && !y.owner_before(x);
+  };
+  std::size_t first_other = 0;  // with `causes`: where the failures not placed by this call begin
+  for (auto& b : behind) {
+    auto at = std::find_if(mine.begin(), mine.end(), [&](const std::weak_ptr<Request>& x) { return same(x, b); });
+    if (!causes) {
+      if (at == mine.end()) mine.push_back(std::move(b));
+      continue;
+    }
+    if (at != mine.end()) {
+      if (std::size_t(at - mine.begin()) < first_other) continue;
+      mine.erase(at);
+    }
+    mine.insert(mine.begin() + std::ptrdiff_t(first_other++), std::move(b));
+  }
+}
+
 // r is not run because its predecessor p ended with s (failed or cancelled; pending: never
 // enqueued): keeps the first cause, and adds the failed requests behind p (p itself, or those behind
 // a cancelled p) to r's. Called without p.m or r.m held: it takes each in turn.
 inline void cancel_because(Request& r, Request& p, Status s) {
-  std::vector<std::weak_ptr<Request>> behind;
-  if (s == Status::failed) {
-    behind.push_back(p.weak_from_this());
-  } else if (s == Status::cancelled) {
-    std::lock_guard lock(p.m);
-    if (p.failures_behind) behind = *p.failures_behind;
-  }
+  auto behind = failures_through(p, s);
   std::string cause = dependency_cause(p, s);
   std::lock_guard lock(r.m);
-  if (r.cancel_cause.empty()) r.cancel_cause = std::move(cause);
-  if (behind.empty()) return;
-  if (!r.failures_behind) r.failures_behind = std::make_unique<std::vector<std::weak_ptr<Request>>>();
-  auto& mine = *r.failures_behind;
-  for (auto& b : behind)
-    if (std::none_of(mine.begin(), mine.end(),
-                     [&](const std::weak_ptr<Request>& x) { return !x.owner_before(b) && !b.owner_before(x); }))
-      mine.push_back(std::move(b));
+  const bool first_cause = r.cancel_cause.empty();
+  if (first_cause) r.cancel_cause = std::move(cause);
+  add_failures_behind(r, std::move(behind), first_cause);
+}
+
+// r's predecessor p ended with s (failed or cancelled). If r reads what p wrote, r is cancelled
+// (cancel_because) and this returns true. Otherwise r only overwrites what p read or wrote and
+// still runs, after p; where it overwrites p's writes it keeps the failures behind p, which its
+// write may hide from the tracker (Request::failures_behind). Called without p.m or r.m held.
+inline bool cancel_if_dependent(Request& r, Request& p, Status s) {
+  const Request::WrittenBefore* written = r.written_by(p);
+  if (written && written->reads) {
+    cancel_because(r, p, s);
+    return true;
+  }
+  if (!written) return false;
+  auto behind = failures_through(p, s);
+  std::lock_guard lock(r.m);
+  add_failures_behind(r, std::move(behind), false);
+  return false;
 }
 
 }  // namespace hetflow::detail

@@ -1,12 +1,16 @@
 // Errors (docs/architecture.md, "Failures"): misuse is a UsageError from the submitting call, before anything
-// runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants,
-// makes the next wait throw naming it, and leaves the controller working.
+// runs; an OpenCL failure or a host task's exception fails that request, cancels its dependants
+// (what reads its writes, not what only overwrites them), makes the next wait throw naming it, and
+// leaves the controller working.
 #include <array>
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "support.hpp"
 
@@ -28,6 +32,33 @@ Kernel needs_8_kernel(Controller& c) {
 }
 
 using test::check_still_works;
+
+// What a wait reported, as "name: failed" or "name: cancelled".
+std::multiset<std::string> outcomes(const std::vector<FailedRequest>& reports) {
+  std::multiset<std::string> out;
+  for (const auto& f : reports) out.insert(f.name + (f.cancelled ? ": cancelled" : ": failed"));
+  return out;
+}
+using Outcomes = std::multiset<std::string>;
+
+// The report of `wait`, which must throw RequestFailed.
+template <class Wait>
+std::vector<FailedRequest> reported_by(Wait&& wait) {
+  try {
+    wait();
+  } catch (const RequestFailed& e) {
+    INFO(e.what());
+    return e.failures();
+  }
+  FAIL("the wait reported nothing");
+  return {};
+}
+
+const FailedRequest* find_report(const std::vector<FailedRequest>& reports, const std::string& name) {
+  for (const auto& f : reports)
+    if (f.name == name) return &f;
+  return nullptr;
+}
 
 template <class F>
 void check_usage_error(F&& submit, std::initializer_list<const char*> words) {
@@ -212,9 +243,175 @@ TEST_CASE("a failure hidden under a cancelled write stays a hazard until a wait 
   }
 }
 
+TEST_CASE("a failed reader cancels no later write of what it read, and the writes' data is there (WAR)") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto x = c.tile<float>(64, "x");
+    test::fill(x, 1.0f);
+    c.move_to(x);
+    c.wait_all();
+    c.host_task(
+        "bad-reader", [] { throw std::runtime_error("no use for x"); }, in(x));
+    c.host_task(
+        "refill", [&] { test::fill(x, 4.0f); }, out(x));  // overwrites what bad-reader read
+    c.move_to(x);
+    c.launch(scale, Range(64), io(x), 64, 2.0f);  // 4 * 2 + 1
+    c.host_task(
+        "bad-reader-2", [] { throw std::runtime_error("no use for x either"); }, in(x));
+    c.move_from(x);  // overwrites the host image bad-reader-2 read
+    const auto reports = reported_by([&] { c.wait(x); });
+    CHECK(outcomes(reports) == Outcomes{"bad-reader: failed", "bad-reader-2: failed"});
+    CHECK(test::all_equal(x, 9.0f));
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("a cancellation follows reads through cancelled writers, and stops at a later overwrite") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(64, "x"), y = c.tile<float>(64, "y");
+    test::fill(x, 1.0f);
+    test::fill(y, 1.0f);
+    std::atomic<bool> reads_y_ran{false}, sum_ran{false};
+    c.host_task(
+        "bad-fill", [] { throw std::runtime_error("no data"); }, out(x));
+    c.host_task(
+        "copy", [&] { std::copy(x.data(), x.data() + x.size(), y.data()); }, in(x), out(y));
+    c.host_task(
+        "reads-y", [&] { reads_y_ran = true; }, in(y));  // reads what the cancelled copy did not write
+    c.host_task(
+        "refill-x", [&] { test::fill(x, 3.0f); }, out(x));  // after bad-fill (WAW) and copy (WAR)
+    c.host_task(
+        "refill-y", [&] { test::fill(y, 5.0f); }, out(y));  // after copy (WAW) and reads-y (WAR)
+    c.host_task(
+        "sum",
+        [&] {
+          sum_ran = true;
+          for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
+        },
+        in(x), io(y));
+    const auto reports = reported_by([&] { c.wait_all(); });
+    CHECK(outcomes(reports) == Outcomes{"bad-fill: failed", "copy: cancelled", "reads-y: cancelled"});
+    if (const auto* r = find_report(reports, "reads-y")) {
+      CHECK(r->cause.find("'copy' that it depends on cancelled") != std::string::npos);
+      CHECK(r->cause.find("behind it request #1 'bad-fill' that failed") != std::string::npos);
+    }
+    CHECK_FALSE(reads_y_ran.load());
+    CHECK(sum_ran.load());
+    CHECK(test::all_equal(y, 8.0f));
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("after a failed writer, out() runs and io() is cancelled naming it (WAW)") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(64, "x");
+    test::fill(x, 1.0f);
+    c.host_task(
+        "bad-writer", [] { throw std::runtime_error("first"); }, out(x));
+    c.host_task(
+        "overwrite", [&] { test::fill(x, 2.0f); }, out(x));
+    c.host_task(
+        "bad-writer-2", [] { throw std::runtime_error("second"); }, out(x));
+    std::atomic<bool> update_ran{false};
+    c.host_task(
+        "update", [&] { update_ran = true; }, io(x));
+    const auto reports = reported_by([&] { c.wait(x); });
+    CHECK(outcomes(reports) == Outcomes{"bad-writer: failed", "bad-writer-2: failed", "update: cancelled"});
+    if (const auto* r = find_report(reports, "update"))
+      CHECK(r->cause.find("'bad-writer-2' that it depends on failed") != std::string::npos);
+    CHECK_FALSE(update_ran.load());
+    CHECK(test::all_equal(x, 2.0f));
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("a failed write overwritten: its readers run after a write that ran, not after a cancelled one") {
+  // The overwrite makes the tracker forget the failed write. One that ran holds the data the next
+  // reader gets. One cancelled for another reason (here it reads b, whose writer failed) holds
+  // nothing: once a wait on b reports it, the failure under it, still unreported, must keep
+  // cancelling a's readers.
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto a = c.tile<float>(8, "a"), b = c.tile<float>(8, "b");
+    test::fill(a, 1.0f);
+    test::fill(b, 1.0f);
+    const Box part{{2, 0, 0}, {2, 1, 1}};
+    std::atomic<bool> read_ran{false};
+    c.host_task(
+        "h1", [] { throw std::runtime_error("boom"); }, out(a.region(part)));
+    c.host_task(
+        "overwrite", [&] { test::fill(a, 2.0f); }, out(a));
+    c.host_task(
+        "reader", [&] { read_ran = a[3] == 2.0f; }, in(a));
+    CHECK(outcomes(reported_by([&] { c.wait(a); })) == Outcomes{"h1: failed"});
+    CHECK(read_ran.load());
+
+    c.host_task(
+        "h2", [] { throw std::runtime_error("boom"); }, out(a.region(part)));
+    c.host_task(
+        "hb", [] { throw std::runtime_error("no b"); }, out(b));
+    c.host_task(
+        "cancelled-overwrite", [&] { test::fill(a, 3.0f); }, out(a), in(b));
+    CHECK(outcomes(reported_by([&] { c.wait(b); })) == Outcomes{"hb: failed", "cancelled-overwrite: cancelled"});
+    std::atomic<bool> h3_ran{false};
+    c.host_task(
+        "h3", [&] { h3_ran = true; }, in(a));
+    CHECK(outcomes(reported_by([&] { c.wait(a); })) == Outcomes{"h2: failed", "h3: cancelled"});
+    CHECK_FALSE(h3_ran.load());
+    check_still_works(c);
+  }
+}
+
+TEST_CASE("a refused launch cancels what reads its output and no later transfer or overwrite of its tiles") {
+  // Refused by the driver: it never ran. move_to(x) overwrites the device image it read (WAR),
+  // move_to(y) the one it wrote (WAW); a launch reading y in between reads its output.
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
+    auto copy8 = c.kernel_from_source(
+        "kernel __attribute__((reqd_work_group_size(8, 1, 1)))"
+        " void needs_8_copy(global const float* x, global float* y, int n) {"
+        " const int i = get_global_id(0); if (i < n) y[i] = x[i]; }",
+        "needs_8_copy");
+    auto x = c.tile<float>(64, "x"), y = c.tile<float>(64, "y");
+    test::fill(x, 1.0f);
+    test::fill(y, 1.0f);
+    c.move_to(x);
+    c.move_to(y);
+    c.wait_all();
+    c.launch(copy8, Range(64).local(16), in(x), out(y), 64);  // refused
+    c.launch(scale, Range(64), io(y), 64, 2.0f);              // reads y: cancelled
+    c.host_task(
+        "refill-x", [&] { test::fill(x, 3.0f); }, out(x));
+    c.move_to(x);
+    c.launch(scale, Range(64), io(x), 64, 2.0f);  // 3 * 2 + 1
+    c.move_from(x);
+    c.host_task(
+        "refill-y", [&] { test::fill(y, 5.0f); }, out(y));
+    c.move_to(y);
+    c.launch(scale, Range(64), io(y), 64, 2.0f);  // 5 * 2 + 1
+    c.move_from(y);
+    const auto reports = reported_by([&] { c.wait_all(); });
+    CHECK(outcomes(reports) == Outcomes{"needs_8_copy: failed", "scale_in_place: cancelled"});
+    for (const auto& f : reports)
+      if (f.cancelled) CHECK(f.cause.find("'needs_8_copy' that it depends on failed") != std::string::npos);
+    CHECK(test::all_equal(x, 7.0f));
+    CHECK(test::all_equal(y, 11.0f));
+    check_still_works(c);
+  }
+}
+
 TEST_CASE("a cancellation names the failure behind it, and its tile is used again once that failure is reported") {
   // bad-fill fails writing x; the launch reading x and writing y is cancelled; wait(y) reports it.
-  // The failure behind it lies on x: until a wait reports it, y's next writer is cancelled too (the
+  // The failure behind it lies on x: until a wait reports it, y's next reader is cancelled too (the
   // tracker may have forgotten bad-fill's access under a cancelled write, docs/architecture.md,
   // "Failures"), so y's report must name bad-fill, or a program waiting per tile cannot know
   // to wait on x (a user-style program saw only "request #3 ... cancelled", round after round).

@@ -404,12 +404,13 @@ void for_box(const Box& b, F&& f) {
 }
 
 // Which requests fail or are cancelled, as the engine decides it (docs/architecture.md, "Failures"):
-// a request is cancelled when one of its accesses conflicts (overlapping boxes, not two reads) with
-// an access of a failed or cancelled request that is still a hazard: a failed one until a wait has
-// reported it, a cancelled one until a wait has reported it and every failed request behind it; a
-// write erases the entries its box contains, whose conflicts it inherits. This is the hazard
-// tracker's rule (src/dependency_tracker.hpp), kept here for bad requests only: good ones never
-// cancel anything.
+// a request is cancelled when one of its accesses reads what an access of a failed or cancelled
+// request wrote (overlapping boxes) while that one is still a hazard: a failed or cancelled request
+// until a wait has reported it and every failed request behind it. Behind a request are the failed
+// requests behind every bad writer it overlaps, whether it reads its writes or only overwrites
+// them: its own write may hide theirs. A write erases the entries its box contains, whose conflicts
+// it inherits. This is the hazard tracker's rule
+// (src/dependency_tracker.hpp), kept here for bad requests only: good ones never cancel anything.
 class FailureModel {
  public:
   struct Touch {
@@ -422,19 +423,18 @@ class FailureModel {
   // if it runs. Returns whether it runs and succeeds.
   bool submit(int index, const std::vector<Touch>& touches, bool throws) {
     bool cancelled = false;
-    std::set<int> behind;  // the failed requests behind a cancellation
+    std::set<int> behind;
     for (const auto& t : touches)
       for (const auto& e : lists_[key(t)])
-        if (e.box.overlaps(t.box) && (e.writes || t.writes)) {
-          cancelled = true;
+        if (e.box.overlaps(t.box) && e.writes) {
+          if (t.reads) cancelled = true;
+          if (failed_.count(e.index)) behind.insert(e.index);
           const auto& theirs = behind_[e.index];
-          if (theirs.empty())
-            behind.insert(e.index);  // it failed itself
-          else
-            behind.insert(theirs.begin(), theirs.end());
+          behind.insert(theirs.begin(), theirs.end());
         }
     const bool bad = cancelled || throws;
-    if (cancelled) behind_[index] = std::move(behind);
+    if (bad) behind_[index] = std::move(behind);
+    if (throws && !cancelled) failed_.insert(index);
     for (const auto& t : touches) {
       auto& list = lists_[key(t)];
       if (t.writes) std::erase_if(list, [&](const Entry& e) { return t.box.contains(e.box); });
@@ -479,7 +479,8 @@ class FailureModel {
   std::map<std::pair<int, bool>, std::vector<Entry>> lists_;
   std::vector<Bad> unreported_;
   std::set<int> reported_;
-  std::map<int, std::set<int>> behind_;  // a cancelled request's failed requests behind it
+  std::set<int> failed_;                 // bad requests that ran and threw
+  std::map<int, std::set<int>> behind_;  // a bad request's failed requests behind it, not itself
 };
 
 // The images each request touches and how, in the order the engine records them

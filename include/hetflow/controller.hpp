@@ -136,12 +136,12 @@ class Controller {
 
   // Runs fn() on a TBB worker once the host images it declares are ready (fn may be move-only); fn may read the in()
   // tiles' and write the out()/io() tiles' host images. An exception from fn fails the task and
-  // cancels what depends on it. Inside fn, requests may be submitted to this controller under the
-  // async policy (they are ordered after everything submitted before them); a call that would block
-  // on this controller — wait(), wait_all(), or under sync any request but a launch or on_ready —
-  // throws UsageError instead, since it would wait for the graph that runs fn. Nor may fn block on
-  // another request by other means (a flag another host task sets): host tasks share TBB's few threads, and
-  // with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
+  // cancels what depends on it (what reads what it was to write; see wait()). Inside fn, requests
+  // may be submitted to this controller under the async policy (they are ordered after everything
+  // submitted before them); a call that would block on this controller — wait(), wait_all(), or
+  // under sync any request but a launch or on_ready — throws UsageError instead, since it would wait for the graph that
+  // runs fn. Nor may fn block on another request by other means (a flag another host task sets): host tasks share TBB's
+  // few threads, and with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
@@ -182,10 +182,13 @@ class Controller {
   // Thread-safe, any number of threads at once; never from inside a host task or hook of this
   // controller (UsageError). Blocks until every request submitted so far on `t` is done; throws RequestFailed for the
   // requests touching `t` that failed or were cancelled and that no wait has reported yet. Each
-  // failure is reported once; until then it cancels whatever depends on it, after that `t` can be
-  // used again as if the failed request had never been submitted. A request cancelled because of a
-  // failure on another tile keeps cancelling what comes after it on `t` until that failure is
-  // reported too (by a wait on its tile, or wait_all()); its cause names that failure. If the
+  // failure is reported once; until then it cancels whatever depends on it — what reads data it
+  // wrote, or that a request cancelled because of it never wrote — and nothing else: a request that
+  // only overwrites what it read or wrote (out(t), move_to's device image, move_from's host image)
+  // runs after it. After that `t` can be used again as if the failed request had never been
+  // submitted. A request cancelled because of a failure on another tile keeps cancelling what reads
+  // its writes on `t` until that failure is reported too (by a wait on its tile, or wait_all()); its
+  // cause names that failure. If the
   // controller is lost by then (a device fault, often one this wait found) it throws DeviceLost
   // instead, carrying those failures: the wait that learns the device is gone says so, and nothing
   // is worth retrying.

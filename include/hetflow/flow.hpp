@@ -63,7 +63,7 @@ struct Message {
   // Set by the nodes once a failed message holds the failures of every request made for it so far.
   // A message failed by a throw may still have requests running (a kernel node emits on submission):
   // the next node waits for them and takes their failures before passing it on, or they would stay
-  // with the controller and cancel the next message on the same tiles.
+  // with the controller and cancel the next message's requests reading the same tiles.
   bool failures_collected = false;
   // A hetflow node: its controller (Controller's serial number) and its id in that controller's dump.
   struct NodeRef {
@@ -134,7 +134,7 @@ struct Loop {
 // writes learns of a failure and fails the message. A plain TBB node after it cannot: a graph that
 // ends in such a kernel node (or hands its messages to plain nodes straight from one) reports a failed
 // message as ok, and its failed requests stay with the controller, where they cancel the next requests
-// on those tiles, the next message's (which then fails with them) in a pool, until a wait reports them.
+// reading those tiles, the next message's (which then fails with them) in a pool, until a wait reports them.
 // End such a graph in a to_host_node or a kernel node with when_complete.
 // when_complete: once the kernel has ended (to time it, or to feed a node that is not hetflow's).
 enum class Emit { when_submitted, when_complete };
