@@ -162,10 +162,13 @@ void NodeCore::take_failures(Message& m, const Outcome& o) {
   if (!m.error.empty()) return;
   for (const auto& f : m.failures)
     if (!f.cancelled) {
-      m.error = f.kind + " '" + f.name + "' (request #" + std::to_string(f.id) + ") failed: " + f.cause;
+      // Named by the node first, as a body's own error is: the request alone does not say which node.
+      m.error = "node '" + name_ + "': " + f.kind + " '" + f.name + "' (request #" + std::to_string(f.id) +
+                ") failed: " + f.cause;
       return;
     }
-  m.error = o.error;
+  const std::string named = "node '" + name_ + "': ";
+  m.error = o.error.rfind(named, 0) == 0 ? o.error : named + o.error;  // a refused hook's is named already
 }
 
 void NodeCore::collect_failures(Message& m) {

@@ -241,6 +241,7 @@ TEST_CASE("a host body that throws, a launch refused and a failed request mark t
       CHECK(it.error.find("argument") != std::string::npos);
     } else if (seq == 11) {
       CHECK(it.error.find("sabotage") != std::string::npos);
+      CHECK(it.error.rfind("node '", 0) == 0);  // the node that took the failure says so first
       CHECK_FALSE(it.failures.empty());
     } else {
       CHECK_MESSAGE(!it.failed(), it.error);
