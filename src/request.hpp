@@ -10,6 +10,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -170,7 +171,29 @@ struct Request : std::enable_shared_from_this<Request> {
     std::uint64_t id;
     bool reads;
   };
-  std::vector<WrittenBefore> written_before;
+  // Nearly every request writes after one or two others: kept inline, since an allocation for each
+  // request cost more than the rest of this bookkeeping (callgrind, perf/RESULTS.md 2026-11-28).
+  class WrittenBeforeList {
+   public:
+    void push_back(const WrittenBefore& w) {
+      if (more_.empty() && n_ < few_.size()) {
+        few_[n_++] = w;
+        return;
+      }
+      if (more_.empty()) more_.assign(few_.begin(), few_.begin() + n_);
+      more_.push_back(w);
+    }
+    WrittenBefore* begin() { return more_.empty() ? few_.data() : more_.data(); }
+    WrittenBefore* end() { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
+    const WrittenBefore* begin() const { return more_.empty() ? few_.data() : more_.data(); }
+    const WrittenBefore* end() const { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
+
+   private:
+    std::array<WrittenBefore, 3> few_{};
+    std::size_t n_ = 0;
+    std::vector<WrittenBefore> more_;  // all of them, once more than few_ holds
+  };
+  WrittenBeforeList written_before;
   const WrittenBefore* written_by(const Request& p) const {
     for (const auto& w : written_before)
       if (w.id == p.id) return &w;

@@ -7,6 +7,7 @@
 
 #include "access_plan.hpp"
 #include "dependency_tracker.hpp"
+#include "request.hpp"
 
 using namespace hetflow;
 using namespace hetflow::detail;
@@ -174,4 +175,23 @@ TEST_CASE("outstanding() lists each pending request of a tile once, across both 
   CHECK(out == std::vector<int>{2});
   f.tracker.forget(1);
   CHECK(f.tracker.size() == 0);
+}
+
+// What the dispatcher records per predecessor a request writes after (src/request.hpp): the first
+// few inline, then all of them in a vector, in the order they came, whatever the count.
+TEST_CASE("a request's list of predecessors it writes after keeps every one, in order, past its inline ones") {
+  for (std::uint64_t count : {0u, 1u, 3u, 4u, 9u}) {
+    CAPTURE(count);
+    hetflow::detail::Request::WrittenBeforeList list;
+    for (std::uint64_t i = 0; i < count; ++i) list.push_back({i + 10, i % 2 == 0});
+    std::uint64_t seen = 0;
+    for (const auto& w : list) {
+      CHECK(w.id == seen + 10);
+      CHECK(w.reads == (seen % 2 == 0));
+      ++seen;
+    }
+    CHECK(seen == count);
+    const auto& as_const = list;
+    CHECK(std::uint64_t(as_const.end() - as_const.begin()) == count);
+  }
 }
