@@ -1,7 +1,7 @@
 #pragma once
 // Reading a trace or dump written by hetflow without holding what the reader never looks at. A
 // trace of 50,000 requests is ~90 MB of JSON, and a whole document of it took ~10 bytes of memory
-// per byte of text (perf/RESULTS.md, 2026-11-27 "Dumps at scale"). nlohmann's own filtering
+// per byte of text (perf/RESULTS.md, 2026-11-28 "dumps at scale"). nlohmann's own filtering
 // parser (json::parse with a callback) rescans an array's elements each time one of them ends:
 // 156 s for that trace, against 2.7 s for json::parse. This one drops as it goes.
 #include <string>
