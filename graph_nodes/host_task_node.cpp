@@ -1,5 +1,5 @@
 // Host-task function node: runs a host task (or a tile's release) on a TBB worker once everything
-// it depends on is done, or on a thread that waits for it (Engine::run_ready_host_task). An exception fails the request
+// it depends on is done, or on a thread that waits for it (Engine::run_host_once). An exception fails the request
 // and cancels its dependants.
 #include <tbb/task_arena.h>
 

@@ -113,9 +113,8 @@ Engine::Engine(const ControllerOptions& options)
                    streaming_step_.enqueue(r);
                  }),
       host_(graph_, tbb::flow::unlimited,
-            [this](const RequestPtr&) {
-              // One task per ready request, which a waiting thread may have run already.
-              run_ready_host_task();
+            [this](const RequestPtr& r) {
+              run_host_once(r);  // unless a thread waiting for it ran it already
               return tbb::flow::continue_msg{};
             }),
       receiver_(graph_, tbb::flow::unlimited, [this](const RequestPtr& r) {
@@ -561,30 +560,30 @@ void Engine::sleep_until_woken(Request& w) {
   // a wait for a quick host task took as long as an unrelated 2 s one beside it
   // (tests/test_threads_and_lifetimes.cpp). Entering the arena to park is no better: with every slot
   // taken the park is handed to a worker too. The graph's workers run its tasks; this thread runs
-  // the host requests that are ready (ready_host_), and otherwise sleeps until one is, its own wait
-  // is released or one of its device commands is enqueued.
+  // the host requests its wait waits for directly once they are ready (its TBB workers may all be
+  // busy: 2 cores give one, and a quick host task waited behind an unrelated long one while the
+  // waiting thread slept with its core free), and otherwise sleeps until one is, its wait is
+  // released or one of its device commands is enqueued. Only its own: an unrelated task may wait
+  // for what this thread does after its wait (tests/test_queue_order.cpp), and one its wait waits
+  // for cannot.
   WaitWork& raw = w.wait();
-  const CountedIn counted(parked_);  // as in park()
-  struct Registered {
-    Engine& e;
-    Request* w;
-    Registered(Engine& engine, Request* wait) : e(engine), w(wait) {
-      std::lock_guard registry(e.sleepers_mutex_);
-      e.sleepers_.push_back(w);
-      e.sleeper_count_.fetch_add(1);  // sequentially consistent: before the queue is looked at
-    }
-    ~Registered() {
-      std::lock_guard registry(e.sleepers_mutex_);
-      std::erase(e.sleepers_, w);
-      e.sleeper_count_.fetch_sub(1);
-    }
-  } registered(*this, &w);
+  const CountedIn counted(parked_);  // as in park(): ready() and the streaming step wake it
+  RequestPtr runnable;
   {
     std::lock_guard own(w.m);
     if (raw.released || blocking_candidate(raw)) return;
-    raw.woken = false;  // before the queue is looked at: a request made ready after that wakes it
+    raw.woken = false;  // before looking: a request made ready after the look wakes it
+    std::erase_if(raw.host_preds, [](const RequestPtr& p) { return p->ended(); });
+    for (const auto& p : raw.host_preds)
+      if (p->ready_to_run.load() && !p->claimed.load()) {
+        runnable = p;
+        break;
+      }
   }
-  if (run_ready_host_task()) return;
+  if (runnable) {
+    run_host_once(runnable);
+    return;
+  }
   std::unique_lock own(w.m);
   // Callbacks may come late or (PoCL, a failed command) never: the completion poller checks meanwhile.
   poller_.hold();
@@ -840,30 +839,31 @@ void Engine::ready(const RequestPtr& r) {
     finish(*r, Status::cancelled, "not run: " + cause);
     return;
   }
-  ready_host_.push(r);
-  // Pushed, then sleepers counted (both ordered by the fence, as sleep_until_woken counts itself in
-  // before looking at the queue): a thread that saw the queue empty is woken.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeper_count_.load(std::memory_order_relaxed) > 0) wake_sleepers();
+  // Marked ready, then the sleeping waits counted (both sequentially consistent, as
+  // sleep_until_woken counts itself in before looking): a wait that saw it not ready is woken to run it.
+  r->ready_to_run.store(true);
+  if (any_parked()) {
+    RequestList waits;
+    {
+      std::lock_guard lock(r->m);
+      for (const auto& x : r->waiters)
+        if (x->kind == Kind::wait) waits.push_back(x);
+    }
+    for (const auto& x : waits) {
+      {
+        std::lock_guard own(x->m);
+        x->wait().woken = true;
+      }
+      x->wait().released_cv.notify_all();
+    }
+  }
   host_.try_put(r);
 }
 
-bool Engine::run_ready_host_task() {
-  RequestPtr r;
-  if (!ready_host_.try_pop(r)) return false;
+bool Engine::run_host_once(const RequestPtr& r) {
+  if (r->claimed.exchange(true)) return false;
   run_host(r);
   return true;
-}
-
-void Engine::wake_sleepers() {
-  std::lock_guard registry(sleepers_mutex_);
-  for (Request* w : sleepers_) {
-    {
-      std::lock_guard own(w->m);
-      w->wait().woken = true;
-    }
-    w->wait().released_cv.notify_all();
-  }
 }
 
 void Engine::arm_host_side(const RequestPtr& r) {
@@ -879,9 +879,9 @@ void Engine::arm_host_side(const RequestPtr& r) {
         p->waiters.push_back(r);
         r->unmet.fetch_add(1, std::memory_order_relaxed);
         if ((r->is_hook() || r->kind == Kind::host) && on_device(p->kind)) waits_on_device = true;
-        if (r->kind == Kind::wait && on_device(p->kind)) {
+        if (r->kind == Kind::wait) {
           std::lock_guard own(r->m);
-          r->wait().device_preds.push_back(p);
+          (on_device(p->kind) ? r->wait().device_preds : r->wait().host_preds).push_back(p);
         }
         if (on_device(p->kind) && p->watch != Watch::registered) {
           if (p->event.load() && r->kind == Kind::wait) {

@@ -9,7 +9,6 @@
 //   success puts the device requests held back behind it to the streaming node.
 #include <hetflow/controller.hpp>
 
-#include <tbb/concurrent_queue.h>
 #include <tbb/flow_graph.h>
 
 #include <chrono>
@@ -244,11 +243,10 @@ class Engine {
   // (sleep_until_woken). False where neither applies: that thread helps run the graph instead.
   bool park(Request& wait);
   void sleep_until_woken(Request& wait);
-  // Runs one host request that is ready, if any is left: the host node's tasks and the threads of
-  // sleep_until_woken take them from ready_host_, whichever comes first.
-  bool run_ready_host_task();
-  void wake_sleepers();                           // a host request became ready: sleeping waits come to run it
-  RequestPtr blocking_candidate(WaitWork& wait);  // a pending device command safe to block on
+  // Runs host request r unless another thread took it first (the host node's task for it, or a
+  // thread whose wait waits for it: sleep_until_woken); whether this call ran it.
+  bool run_host_once(const RequestPtr& r);
+  RequestPtr blocking_candidate(WaitWork& wait);                          // a pending device command safe to block on
   static bool ended_within(cl_event ev, std::chrono::microseconds spin);  // polls its status
   // r will not run (cancelled: `why` is the cause; failed: the driver refused it); it ends once
   // its predecessors have.
@@ -329,14 +327,6 @@ class Engine {
   std::thread::id arena_owner_ = (join_own_arena(), std::this_thread::get_id());
   static void join_own_arena();
   std::atomic<unsigned> parked_{0};  // waits parked now: the streaming step wakes them (wake_parked)
-  // Host requests ready to run, in the order they became so. The host node's task for each takes
-  // one; so does a thread other than the maker that waits (sleep_until_woken): its TBB workers may
-  // all be busy (2 cores: one worker), and a quick host task waited behind an unrelated long one
-  // while the waiting thread slept with its core free.
-  tbb::concurrent_queue<RequestPtr> ready_host_;
-  std::mutex sleepers_mutex_;
-  std::vector<Request*> sleepers_;  // under sleepers_mutex_: the waits in sleep_until_woken
-  std::atomic<unsigned> sleeper_count_{0};
 
   // concurrent_wait: graph_.wait_for_all() from a waiting thread must not reset the context while
   // callbacks and workers keep putting messages (without the trait it does, on return).

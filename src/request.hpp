@@ -108,8 +108,12 @@ struct WaitWork {
   // does (Engine::ready), and so does a device command of the wait's being enqueued, so that the
   // thread goes back to blocking on it (Engine::wake_parked).
   tbb::task_handle wake;
-  // Under m: a thread other than the engine's maker sleeps on released_cv until the release or
-  // until one of its device commands is enqueued; Engine::wake_parked sets this for the latter.
+  // Under m: the host requests this wait waits for directly (host tasks, hooks, releases), which
+  // a thread other than the engine's maker runs itself once they are ready (Engine::sleep_until_woken).
+  RequestList host_preds;
+  // Under m: a thread other than the engine's maker sleeps on released_cv until the release, one of
+  // its device commands being enqueued (Engine::wake_parked) or one of its host_preds becoming
+  // ready (Engine::ready) sets this.
   bool woken = false;
 };
 using Work = std::variant<TransferWork, KernelWork, HostWork, HookWork, WaitWork>;
@@ -243,6 +247,10 @@ struct Request : std::enable_shared_from_this<Request> {
   std::exception_ptr exception;  // host tasks: what fn threw
   // A failed request stays a hazard (its dependants are cancelled) until a wait has reported it.
   std::atomic<bool> reported{false};
+  // Host requests: set once it is ready to run (Engine::ready); whoever exchanges `claimed` first,
+  // the host node's task or a thread that waits for it, runs it (Engine::run_host_once).
+  std::atomic<bool> ready_to_run{false};
+  std::atomic<bool> claimed{false};
   // The failed requests behind the predecessors it read or overwrote that ended badly (under m),
   // those behind its cancellation first: a failed or cancelled request stays a hazard until they are
   // reported too (Engine::is_done). Its write may have made the tracker forget their accesses, and

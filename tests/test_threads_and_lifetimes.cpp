@@ -397,6 +397,42 @@ TEST_CASE("a wait on another thread ends with its own host task, not with an unr
   arena.execute(check);
 }
 
+// The waiting thread runs only what its own wait waits for: an unrelated ready task may wait for
+// what that thread does after its wait, and running it there would hang both. On 2 cores the one
+// worker is held, so the unrelated task is ready and unrun when the other thread waits.
+TEST_CASE("a thread's wait runs its own ready host tasks, never an unrelated one that waits for that thread") {
+  Controller c(test::options(Policy::async));
+  auto a = c.tile<int>(1, "a"), b = c.tile<int>(1, "b"), u = c.tile<int>(1, "u");
+  a[0] = 0;
+  test::GatedTask holds_a_worker(c, b);
+  std::promise<void> after_wait;
+  std::shared_future<void> waited = after_wait.get_future().share();
+  auto unrelated_timed_out = std::make_shared<std::atomic<bool>>(false);
+  c.host_task(
+      "waits for the other thread",
+      [waited, unrelated_timed_out] {
+        if (waited.wait_for(std::chrono::seconds(20)) != std::future_status::ready) *unrelated_timed_out = true;
+      },
+      out(u));
+  std::promise<void> returned;
+  std::future<void> returned_here = returned.get_future();
+  std::thread other([&c, a, &after_wait, &returned]() mutable {
+    c.host_task(
+        "quick", [a]() mutable { a[0] += 1; }, io(a));
+    c.wait(a);
+    returned.set_value();
+    after_wait.set_value();
+  });
+  const bool in_time = returned_here.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  holds_a_worker.open();
+  other.join();
+  c.wait_all();
+  CHECK(in_time);
+  CHECK(a[0] == 1);
+  CHECK_FALSE(*unrelated_timed_out);
+  CHECK_FALSE(holds_a_worker.timed_out());
+}
+
 // With TBB allowed one thread, no worker runs anything: the waiting thread runs the host tasks and
 // the engine's own steps itself, for every kind of wait.
 TEST_CASE("with no TBB worker at all, the waiting thread runs the host tasks itself") {

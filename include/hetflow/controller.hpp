@@ -194,9 +194,9 @@ class Controller {
   // is worth retrying.
   // While it waits, the thread that made the controller runs the controller's pending tasks, host
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
-  // does only after its wait. Another thread runs the controller's host tasks that are ready while
-  // it waits (any of them, as a TBB wait would), and sleeps when there are none. It returns as soon
-  // as its requests are done, whatever else still runs.
+  // does only after its wait. Another thread runs the host tasks and hooks its wait waits for
+  // directly once they are ready (no other), and sleeps meanwhile. It returns as soon as its
+  // requests are done, whatever else still runs.
   template <class T>
   void wait(const Tile<T>& t) {
     (void)t.extent();
