@@ -1,6 +1,6 @@
 // A program that records N requests of four kinds on two tiles (default 50,000), for what
 // HETFLOW_DUMP / HETFLOW_TRACE and `hetflow report` / `hetflow dump` cost at that size
-// (perf/ab-dumps.sh, perf/RESULTS.md 2026-11-28 "dumps at scale"). Built by that script, not CMake.
+// (perf/ab-dumps.sh, perf/RESULTS.md 2026-11-28 "dumps at scale").
 #include <hetflow/controller.hpp>
 
 #include <cstdio>
