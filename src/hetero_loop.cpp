@@ -463,9 +463,9 @@ void LoopState::next_cpu() {
             thrown = std::current_exception();
             failure = "threw an exception that is not a std::exception";
           }
-          chunk_ended(-1, chunk, seconds_since(t0), failure);
-          next_cpu();                                  // the next chunk, or the token's end
-          if (thrown) std::rethrow_exception(thrown);  // the hook's request fails: a wait names it
+          chunk_ended(-1, chunk, seconds_since(t0), failure, 0, thrown);  // failures() gives what it threw
+          next_cpu();                                                     // the next chunk, or the token's end
+          if (thrown) std::rethrow_exception(thrown);                     // the hook's request fails: a wait names it
         },
         std::move(roles));
   } catch (...) {

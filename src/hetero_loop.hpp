@@ -93,7 +93,7 @@ class LoopState {
   bool take(int side, Chunk& chunk);
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
-  // `refusal`: what the chunk's submission threw, where it was refused.
+  // `refusal`: what the chunk's submission or its CPU body threw.
   // `own`: the chunk's own work failed (its body threw, it was refused, one of its own commands
   // failed), where the others only waited on a request that failed elsewhere.
   void chunk_ended(int side, Chunk chunk, double seconds, const std::string& failure, double round_trip = 0,

@@ -41,12 +41,16 @@ Request::Leftovers Request::take_leftovers() {
   if (auto* h = std::get_if<HostWork>(&work)) l.task = std::move(h->fn);
   if (auto* w = std::get_if<WaitWork>(&work)) {
     // The waiting thread reads only `released`, its condition variable and `wake` from here on
-    // (Engine::wait_request); an empty `device_preds` leaves it nothing to block on, as ended ones would.
+    // (Engine::wait_request); an empty `device_preds` leaves it nothing to block on, as ended ones would,
+    // and an empty `host_preds` nothing to run (it looks only before its release).
     l.tile = std::move(w->tile);
     l.requests.swap(w->on);
     l.requests.insert(l.requests.end(), std::make_move_iterator(w->device_preds.begin()),
                       std::make_move_iterator(w->device_preds.end()));
     w->device_preds.clear();
+    l.requests.insert(l.requests.end(), std::make_move_iterator(w->host_preds.begin()),
+                      std::make_move_iterator(w->host_preds.end()));
+    w->host_preds.clear();
   }
   return l;
 }

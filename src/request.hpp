@@ -272,7 +272,7 @@ struct Request : std::enable_shared_from_this<Request> {
     std::vector<KernelArg> args;
     UniqueFunction<void()> task;
     std::shared_ptr<TileState> tile;  // a wait's
-    RequestList requests;             // a wait's: `on`, `device_preds`
+    RequestList requests;             // a wait's: `on`, `device_preds`, `host_preds`
   };
   Leftovers take_leftovers();
 

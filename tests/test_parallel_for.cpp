@@ -211,6 +211,11 @@ TEST_CASE("a chunk that fails stops the loop and is named, nothing hangs and the
   } catch (const RequestFailed& e) {
     CHECK(std::string(e.what()).find("cpu chunk [") != std::string::npos);
     CHECK(std::string(e.what()).find("bad iteration") != std::string::npos);
+    // The chunk's entry holds what its body threw, as a host task's does.
+    REQUIRE(!e.failures().empty());
+    CHECK(e.failures()[0].kind == "chunk");
+    REQUIRE(e.failures()[0].exception);
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(e.failures()[0].exception), "bad iteration", std::runtime_error);
   }
   fail = false;
   for (std::size_t i = 0; i < counting.size; ++i) counting.cpu_hits[i] = 0;
