@@ -31,6 +31,32 @@ inline Box intersection(const Box& a, const Box& b) {
   return r;
 }
 
+// What is left of `a` outside `b`, where that is one box: `b` overlaps `a` over its whole extent
+// but along one dimension, and there from one end. Otherwise `a` itself (a conservative answer: it
+// only keeps hazards that an exact one would drop).
+inline Box remainder(const Box& a, const Box& b) {
+  const Box in = intersection(a, b);
+  if (in.empty()) return a;
+  int cut = -1;
+  for (int d = 0; d < 3; ++d) {
+    if (in.offset[d] == a.offset[d] && in.size[d] == a.size[d]) continue;
+    if (cut >= 0) return a;  // cut along two dimensions: an L-shape or a frame
+    cut = d;
+  }
+  if (cut < 0) return Box{};  // b contains a
+  Box r = a;
+  const std::size_t a_end = a.offset[cut] + a.size[cut], in_end = in.offset[cut] + in.size[cut];
+  if (in.offset[cut] == a.offset[cut]) {  // b covers a's start
+    r.offset[cut] = in_end;
+    r.size[cut] = a_end - in_end;
+  } else if (in_end == a_end) {  // b covers a's end
+    r.size[cut] = in.offset[cut] - a.offset[cut];
+  } else {
+    return a;  // b inside a along that dimension: two pieces
+  }
+  return r;
+}
+
 template <class Handle>
 class DependencyTracker {
  public:
@@ -66,8 +92,16 @@ class DependencyTracker {
     }
     if (writes) {
       // Accesses inside the written box are now ordered before `who`; anyone who would conflict
-      // with them conflicts with `who` and so waits for them transitively.
-      list.erase(std::remove_if(list.begin(), list.end(), [&](const Entry& e) { return box.contains(e.box); }),
+      // with them conflicts with `who` and so waits for them transitively. One that the write
+      // covers in part keeps only the part left, where that is a box: a reader of what `who`
+      // overwrote then depends on `who` alone, and is not cancelled by an older write's failure
+      // (docs/architecture.md, "Failures").
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](Entry& e) {
+                                  if (box.contains(e.box)) return true;
+                                  e.box = remainder(e.box, box);
+                                  return false;
+                                }),
                  list.end());
     } else {
       for (auto& e : list)

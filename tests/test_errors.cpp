@@ -369,6 +369,29 @@ TEST_CASE("a failed write overwritten: its readers run after a write that ran, n
   }
 }
 
+TEST_CASE("a failed write overwritten in part: a reader of the overwritten part runs, one of the rest is cancelled") {
+  for (Policy p : policies) {
+    CAPTURE(test::policy_name(p));
+    Controller c(test::options(p));
+    auto x = c.tile<float>(16, "x");
+    test::fill(x, 1.0f);
+    const Box first_half{{0, 0, 0}, {8, 1, 1}}, second_half{{8, 0, 0}, {8, 1, 1}};
+    c.host_task(
+        "bad-writer", [] { throw std::runtime_error("boom"); }, out(x));
+    c.host_task(
+        "overwrite-first-half", [&] { std::fill(x.data(), x.data() + 8, 2.0f); }, out(x.region(first_half)));
+    std::atomic<bool> first_ran{false}, second_ran{false};
+    c.host_task(
+        "read-first-half", [&] { first_ran = x[3] == 2.0f; }, in(x.region(first_half)));
+    c.host_task(
+        "read-second-half", [&] { second_ran = true; }, in(x.region(second_half)));
+    CHECK(outcomes(reported_by([&] { c.wait(x); })) == Outcomes{"bad-writer: failed", "read-second-half: cancelled"});
+    CHECK(first_ran.load());
+    CHECK_FALSE(second_ran.load());
+    check_still_works(c);
+  }
+}
+
 TEST_CASE("a refused launch cancels what reads its output and no later transfer or overwrite of its tiles") {
   // Refused by the driver: it never ran. move_to(x) overwrites the device image it read (WAR),
   // move_to(y) the one it wrote (WAW); a launch reading y in between reads its output.

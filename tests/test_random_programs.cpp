@@ -437,7 +437,12 @@ class FailureModel {
     if (throws && !cancelled) failed_.insert(index);
     for (const auto& t : touches) {
       auto& list = lists_[key(t)];
-      if (t.writes) std::erase_if(list, [&](const Entry& e) { return t.box.contains(e.box); });
+      if (t.writes)  // a write covering an entry in part leaves the rest, where that is a box
+        std::erase_if(list, [&](Entry& e) {
+          if (t.box.contains(e.box)) return true;
+          e.box = hetflow::detail::remainder(e.box, t.box);
+          return false;
+        });
       if (bad) list.push_back({t.box, t.writes, index});
     }
     if (bad) {

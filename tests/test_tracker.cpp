@@ -139,6 +139,34 @@ TEST_CASE("a writer covering earlier accesses supersedes them, readers pile up u
   CHECK(e[0].from == 11);
 }
 
+TEST_CASE("a write covering an earlier access in part keeps only the rest of it, where the rest is a box") {
+  const Box a{{10, 0, 0}, {10, 4, 1}};                                               // columns 10-19, rows 0-3
+  CHECK(remainder(a, Box{{0, 0, 0}, {15, 4, 1}}) == (Box{{15, 0, 0}, {5, 4, 1}}));   // its start
+  CHECK(remainder(a, Box{{15, 0, 0}, {50, 9, 1}}) == (Box{{10, 0, 0}, {5, 4, 1}}));  // its end
+  CHECK(remainder(a, Box{{0, 2, 0}, {64, 2, 1}}) == (Box{{10, 0, 0}, {10, 2, 1}}));  // its last rows
+  CHECK(remainder(a, Box{{12, 0, 0}, {2, 4, 1}}) == a);                              // a gap in the middle
+  CHECK(remainder(a, Box{{0, 0, 0}, {15, 2, 1}}) == a);                              // a corner: L-shaped rest
+  CHECK(remainder(a, Box{{30, 0, 0}, {5, 4, 1}}) == a);                              // disjoint
+  CHECK(remainder(a, Box{{0, 0, 0}, {64, 64, 1}}).empty());                          // all of it
+
+  // Writer 1 of cells 0-9, writer 2 of 0-4: a reader of 0-4 waits for writer 2 only (which waited
+  // for 1), one of 5-9 for writer 1 only, one of 3-6 for both.
+  Fixture f;
+  f.submit(1, ops[3], Box{{0, 0, 0}, {10, 1, 1}});
+  auto e = f.submit(2, ops[3], Box{{0, 0, 0}, {5, 1, 1}});
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].hazard == Hazard::WAW);
+  e = f.submit(3, ops[2], Box{{0, 0, 0}, {5, 1, 1}});
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].from == 2);
+  e = f.submit(4, ops[2], Box{{5, 0, 0}, {5, 1, 1}});
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].from == 1);
+  CHECK(e[0].region == (Box{{5, 0, 0}, {5, 1, 1}}));
+  e = f.submit(5, ops[2], Box{{3, 0, 0}, {4, 1, 1}});
+  CHECK(e.size() == 2);
+}
+
 TEST_CASE("a request never waits for itself (in(a) and out(a) in one launch)") {
   Fixture f;
   f.submit(1, ops[2]);
