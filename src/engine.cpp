@@ -690,6 +690,10 @@ void Engine::wait_all() {
   refuse_blocking_inside_host_task("wait_all()");
   auto w = make_request<WaitWork>(Kind::wait, "wait_all");
   wait_request(w);
+  {
+    std::lock_guard lock(submit_mutex_);
+    if (next_id_ == w->id + 1) quiet_at_id_ = next_id_;
+  }
   report_waited(take_failures(nullptr));
 }
 
@@ -698,6 +702,7 @@ void Engine::wait_until_quiet() {
     std::uint64_t wait_id;  // the id the wait below will take, unless another submission comes first
     {
       std::lock_guard lock(submit_mutex_);
+      if (next_id_ == quiet_at_id_) return;  // the program's own wait_all() was the last request
       wait_id = next_id_;
     }
     try {

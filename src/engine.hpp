@@ -277,6 +277,9 @@ class Engine {
   // 2-core machine (tests/test_flow_nodes_one_worker.cpp).
   std::recursive_mutex helper_mutex_;
   std::uint64_t next_id_ = 1;
+  // Under submit_mutex_: next_id_ as a wait_all() returned with nothing submitted after it. The
+  // destructor's wait then has nothing to wait for, and a dump would show it as a second wait_all.
+  std::uint64_t quiet_at_id_ = 0;
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
 

@@ -1170,3 +1170,34 @@ TEST_CASE("HETFLOW_DUMP beside ControllerOptions::record = false: the log says t
   CHECK(slurp(said).find("this controller writes nothing (ControllerOptions::record = false)") != std::string::npos);
   CHECK_FALSE(fs::exists(dump));
 }
+
+TEST_CASE("the dump a controller writes as it ends shows its own wait only where the program's last wait left work") {
+  for (const bool program_waits_last : {true, false}) {
+    CAPTURE(program_waits_last);
+    // A directory each: a process's second controller writes beside the first's name (x.2.json).
+    const fs::path dir = out_dir() / (program_waits_last ? "end-wait-after" : "end-wait-before");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::path dump = dir / "x.json";
+    ::setenv("HETFLOW_DUMP", dump.c_str(), 1);
+    {
+      Controller c(Policy::async);
+      auto a = c.tile<float>(short_n, "a");
+      c.move_to(a);
+      c.wait_all();
+      c.move_from(a);
+      if (program_waits_last) c.wait_all();
+    }
+    ::unsetenv("HETFLOW_DUMP");
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.path().extension() == ".json") dump = entry.path();
+    REQUIRE(fs::exists(dump));
+    const auto [records, info] = hetflow::load_dump(dump.string());
+    const auto waits = std::count_if(records.begin(), records.end(), [](const auto& r) { return r.kind == "wait"; });
+    // The program's waits, and the destructor's only where the move_from came after the last one:
+    // a second wait_all node after the program's own was a wait for nothing.
+    CHECK(waits == 2);
+    REQUIRE(!records.empty());
+    CHECK(records.back().name == "wait_all");
+  }
+}
