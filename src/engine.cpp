@@ -412,6 +412,10 @@ void Engine::submit(RequestPtr r) {
         if (a.writes()) launch_writes_collector->push_back(a);
     if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
     r->id = next_id_++;
+    if (host_task_on_this_thread()) {  // after its number: a wait that saw no change covers it
+      nested_submits_.fetch_add(1, std::memory_order_release);
+      for (const auto& a : r->accesses) a.tile->nested_submits.fetch_add(1, std::memory_order_release);
+    }
     if (r->kind == Kind::kernel) r->lane = next_kernel_lane();  // round robin, in program order
     if (recording) {
       r->submit_ns = now_ns();
@@ -680,19 +684,29 @@ void Engine::report_waited(std::vector<Failure> fs) const {
 
 void Engine::wait_tile(const std::shared_ptr<TileState>& tile) {
   refuse_blocking_inside_host_task("wait(" + tile->name + ")");
-  auto w = make_request<WaitWork>(Kind::wait, "wait(" + tile->name + ")");
-  w->wait().tile = tile;
-  wait_request(w);
+  // Again while host tasks or hooks submitted more on the tile meanwhile: those are what the tasks
+  // it waited for went on to do (tests/test_threads_and_lifetimes.cpp).
+  for (;;) {
+    const std::uint64_t nested = tile->nested_submits.load(std::memory_order_acquire);
+    auto w = make_request<WaitWork>(Kind::wait, "wait(" + tile->name + ")");
+    w->wait().tile = tile;
+    wait_request(w);
+    if (tile->nested_submits.load(std::memory_order_acquire) == nested) break;
+  }
   report_waited(take_failures(tile.get()));
 }
 
 void Engine::wait_all() {
   refuse_blocking_inside_host_task("wait_all()");
-  auto w = make_request<WaitWork>(Kind::wait, "wait_all");
-  wait_request(w);
-  {
+  // Again while host tasks or hooks submitted more meanwhile, as wait_tile.
+  for (;;) {
+    const std::uint64_t nested = nested_submits_.load(std::memory_order_acquire);
+    auto w = make_request<WaitWork>(Kind::wait, "wait_all");
+    wait_request(w);
+    if (nested_submits_.load(std::memory_order_acquire) != nested) continue;
     std::lock_guard lock(submit_mutex_);
     if (next_id_ == w->id + 1) quiet_at_id_ = next_id_;
+    break;
   }
   report_waited(take_failures(nullptr));
 }

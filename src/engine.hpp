@@ -280,6 +280,10 @@ class Engine {
   // Under submit_mutex_: next_id_ as a wait_all() returned with nothing submitted after it. The
   // destructor's wait then has nothing to wait for, and a dump would show it as a second wait_all.
   std::uint64_t quiet_at_id_ = 0;
+  // Requests submitted from inside a host task or hook of this engine, counted as they are
+  // numbered: a wait_all() that saw this change while it waited waits again, for what those
+  // submitted, as tbb::task_group::wait() waits for tasks its tasks add (Engine::wait_all).
+  std::atomic<std::uint64_t> nested_submits_{0};
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
 

@@ -196,13 +196,16 @@ class Controller {
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
   // does only after its wait. Another thread runs the host tasks and hooks its wait waits for
   // directly once they are ready (no other), and sleeps meanwhile. It returns as soon as its
-  // requests are done, whatever else still runs.
+  // requests are done, whatever else still runs. Requests on `t` that host tasks or hooks submit
+  // while it waits are waited for too (see wait_all()).
   template <class T>
   void wait(const Tile<T>& t) {
     (void)t.extent();
     wait_tile(t.shared_state());
   }
-  // Blocks until everything submitted so far is done; throws RequestFailed naming every request
+  // Blocks until everything submitted so far is done, and what host tasks and hooks submit while it
+  // waits (as tbb::task_group::wait() waits for the tasks its tasks add: a host task's follow-up
+  // kernel and transfer back are done when it returns); throws RequestFailed naming every request
   // that failed or was cancelled and that no wait has reported yet (DeviceLost with them, if the
   // controller is lost by then, as wait(t)).
   void wait_all();

@@ -73,6 +73,9 @@ struct TileState {
   // Where the latest contents are, as the flow-graph nodes (hetflow/flow.hpp) track it to add transfers:
   // 1 host image, 2 device image, 3 both. Requests submitted through the Controller do not change it.
   std::atomic<std::uint8_t> latest{1};
+  // Requests on it submitted from inside a host task or hook of its controller: a wait(t) that
+  // saw this change while it waited waits again, for what those submitted (Engine::wait_tile).
+  std::atomic<std::uint64_t> nested_submits{0};
 
   std::size_t bytes() const { return extent.count() * elem_size; }
   // Enqueues the unmapping of the host image (not waited for: OpenCL keeps the buffer alive until
