@@ -304,7 +304,7 @@ class Engine {
 
   mutable std::mutex history_mutex_;
   RequestList history_;  // every request, when recording
-  FlowTopology flow_topology_;
+  FlowTopology flow_topology_{recording};
   std::shared_ptr<ControllerLife> life_ = std::make_shared<ControllerLife>();
 
   // Completion callbacks reach the engine through this, so one that fires after the engine is gone

@@ -4,6 +4,7 @@ namespace hetflow::detail {
 
 std::uint32_t FlowTopology::add_node(std::string name, std::string kind) {
   std::lock_guard lock(m_);
+  if (!keep_) return ++made_;
   FlowNodeRecord n;
   n.id = std::uint32_t(nodes_.size() + 1);
   n.name = std::move(name);

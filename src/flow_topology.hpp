@@ -16,6 +16,10 @@ namespace hetflow::detail {
 
 class FlowTopology {
  public:
+  // Kept only for a recording controller, the only kind that dumps: otherwise each node made would
+  // stay listed until the controller's end, a program building a graph per job growing by ~1 KB a
+  // graph (found by a user's program). Node ids are handed out either way.
+  explicit FlowTopology(bool keep) : keep_(keep) {}
   std::uint32_t add_node(std::string name, std::string kind);  // its id, from 1
   // A message (a loop call) arrived at `to`, having left the nodes `from` last (several after a
   // join and flow::merge; none: it came from no hetflow node).
@@ -26,7 +30,9 @@ class FlowTopology {
   std::vector<FlowEdgeRecord> edges() const;
 
  private:
+  const bool keep_;
   mutable std::mutex m_;
+  std::uint32_t made_ = 0;
   std::vector<FlowNodeRecord> nodes_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> edges_;
 };

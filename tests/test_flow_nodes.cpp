@@ -1055,3 +1055,23 @@ TEST_CASE("one graph, two controllers: each dump counts the other's nodes as out
   CHECK(dot.find("f0 -> f1") != std::string::npos);
   CHECK(dot.find("f3") == std::string::npos);
 }
+
+TEST_CASE("nodes made and dropped on a controller that does not record leave nothing listed on it") {
+  // Each node listed itself on its controller for the dumps, recording or not, until the controller's
+  // end: a program building a graph per job grew by ~1 KB a graph (found by a user's program).
+  for (const bool record : {false, true}) {
+    CAPTURE(record);
+    auto o = test::options(Policy::async);
+    o.record = record;
+    Controller c(o);
+    auto k = c.kernel("hetflow_test.cl", "scale_in_place");
+    for (int i = 0; i < 200; ++i) {
+      graph g;
+      hf::kernel_node<Item> scale(
+          g, c, k, [](const Item& it) { return hf::launch(Range(it.x.size()), io(it.x), int(it.x.size()), 2.0f); });
+      hf::host_node<Item> touch(
+          g, c, [](const Item& it) { return hf::touch(in(it.x)); }, [](Item&) {});
+    }
+    CHECK(hetflow::graph_info(c).flow_nodes.size() == (record ? 400u : 0u));
+  }
+}
