@@ -206,6 +206,12 @@ std::string zero_sizes(const Box& b) {
   return s;
 }
 
+// Why a tile of another engine is not this one's: that one may have been destroyed since.
+std::string foreign(const detail::TileState& t) {
+  return "tile '" + t.name + "' belongs to " +
+         (detail::Engine::alive(t.owner) ? "another controller" : "a controller that no longer exists (destroyed)");
+}
+
 template <class What>
 void check_tile(const detail::Engine& engine, const Access& a, const What& request, bool hook = false) {
   const auto& t = *a.tile;
@@ -214,8 +220,7 @@ void check_tile(const detail::Engine& engine, const Access& a, const What& reque
                      ")) is for on_ready hooks only; transfers, kernels and host tasks say by their kind which image "
                      "they touch");
   if (t.freed.load()) throw UsageError(text(request) + ": tile '" + t.name + "' used after free");
-  if (t.owner != engine.serial)
-    throw UsageError(text(request) + ": tile '" + t.name + "' belongs to another controller");
+  if (t.owner != engine.serial) throw UsageError(text(request) + ": " + foreign(t));
   if (a.box.empty())
     throw UsageError(text(request) + ": the region " + region_text(a.box, t.extent) + " of tile '" + t.name +
                      "' is empty: its size is 0 along " + zero_sizes(a.box) +
@@ -361,7 +366,9 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   detail::DeviceView::translate_launch(*engine_, kernel, args);
   const auto what = [&] { return "launch of kernel '" + kernel.name() + "'"; };
   if (kernel.context()() != engine_->context())
-    throw UsageError(what() + ": the kernel was built for another controller's context");
+    throw UsageError(what() + ": the kernel was built for " +
+                     (detail::Engine::alive(kernel.context()()) ? "another controller's context"
+                                                                : "a controller that no longer exists (destroyed)"));
   check_arg_count(kernel, args.size(), what);
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
@@ -403,12 +410,12 @@ void Controller::submit_hook(std::string name, detail::UniqueFunction<void(const
 void Controller::wait_all() { engine_->wait_all(); }
 
 void Controller::wait_tile(const std::shared_ptr<detail::TileState>& tile) {
-  if (tile->owner != engine_->serial) throw UsageError("wait: tile '" + tile->name + "' belongs to another controller");
+  if (tile->owner != engine_->serial) throw UsageError("wait: " + foreign(*tile));
   engine_->wait_tile(tile);
 }
 
 void Controller::free_tile(const std::shared_ptr<detail::TileState>& tile) {
-  if (tile->owner != engine_->serial) throw UsageError("free: tile '" + tile->name + "' belongs to another controller");
+  if (tile->owner != engine_->serial) throw UsageError("free: " + foreign(*tile));
   if (tile->freed.exchange(true)) throw UsageError("free: tile '" + tile->name + "' was already freed");
   // Runs once every earlier request on the tile is done; dropping the buffers then returns the
   // memory (OpenCL frees it when no command uses it any more).

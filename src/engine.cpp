@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -82,6 +84,14 @@ std::uint64_t next_engine_serial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The engines that exist, by serial, with their contexts. A kernel holds its context, so no other
+// context takes its address while the kernel can be asked about.
+std::mutex live_engines_mutex;
+std::map<std::uint64_t, cl_context>& live_engines() {
+  static std::map<std::uint64_t, cl_context> live;
+  return live;
+}
+
 }  // namespace
 
 Engine::Engine(const ControllerOptions& options)
@@ -151,6 +161,10 @@ Engine::Engine(const ControllerOptions& options)
     poller_.set_intervals(std::chrono::microseconds(poll->first), std::chrono::microseconds(poll->second));
   if (policy == Policy::async) decide_idle_flush();
   hub_->engine = this;
+  {
+    std::lock_guard lock(live_engines_mutex);
+    live_engines()[serial] = context();
+  }
   log().info("controller on '{}' ({}), policy {}, {} kernel queue(s), {}, idle flush {}", choice.device.name,
              choice.reason, to_string(policy), kernel_queue_count,
              out_of_order ? "out-of-order queues" : "in-order queues", idle_flush);
@@ -181,6 +195,19 @@ Engine::~Engine() {
     hub_->engine = nullptr;
   }
   graph_.wait_for_all();
+  std::lock_guard lock(live_engines_mutex);
+  live_engines().erase(serial);
+}
+
+bool Engine::alive(std::uint64_t serial) {
+  std::lock_guard lock(live_engines_mutex);
+  return live_engines().count(serial) > 0;
+}
+
+bool Engine::alive(cl_context context) {
+  std::lock_guard lock(live_engines_mutex);
+  const auto& live = live_engines();
+  return std::any_of(live.begin(), live.end(), [&](const auto& e) { return e.second == context; });
 }
 
 void Engine::fail_internally(const RequestPtr& r, const char* where, const std::exception& e) {

@@ -34,6 +34,10 @@ class Engine {
 
   // Unique over the process's engines, whatever their addresses: what a tile records as its owner.
   const std::uint64_t serial;
+  // Whether an engine of that serial, or one with that context, still exists: a tile or kernel of
+  // another controller is refused saying whether its own was destroyed (thread-safe).
+  static bool alive(std::uint64_t serial);
+  static bool alive(cl_context context);
   DeviceChoice choice;
   Policy policy = Policy::async;
   unsigned kernel_queue_count = 1;

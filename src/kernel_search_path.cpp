@@ -31,6 +31,10 @@ bool same_directory(const fs::path& a, const std::string& b) {
 
 std::vector<std::string> kernel_search_path() {
   std::vector<std::string> dirs = detail::env_kernel_path();
+  // Then the working directory (find_kernel_file relies on its place: right after the variable's).
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  dirs.push_back(ec ? std::string(".") : cwd.string());
   const fs::path lib = library_file();
   // The library in its build tree finds the source tree's kernels; an installed copy never looks
   // at the machine it was built on.
@@ -61,10 +65,13 @@ std::string find_kernel_file(const std::string& file) {
     // working directory must not replace the one the user pointed at. Then the working directory,
     // then hetflow's own kernels.
     const std::vector<std::string> dirs = kernel_search_path();
-    const std::size_t from_env = detail::env_kernel_path().size();
-    for (std::size_t i = 0; i <= dirs.size(); ++i) {
-      if (i == from_env && found(given)) return file;
-      if (i < dirs.size() && found(fs::path(dirs[i]) / given)) return (fs::path(dirs[i]) / given).string();
+    const std::size_t working_directory = detail::env_kernel_path().size();
+    for (std::size_t i = 0; i < dirs.size(); ++i) {
+      if (i == working_directory) {
+        if (found(given)) return file;  // as given: a program's label then reads as the user wrote it
+      } else if (found(fs::path(dirs[i]) / given)) {
+        return (fs::path(dirs[i]) / given).string();
+      }
     }
   }
   std::string msg = "kernel file '" + file + "' not found; searched:";

@@ -188,12 +188,19 @@ TEST_CASE("a tile outlives its controller: a controller made later, even at the 
   for (int round = 0; round < 3; ++round) {
     std::optional<Controller> first(std::in_place, test::options(Policy::async));
     auto orphan = first->tile<float>(16, "orphan");
+    auto orphan_kernel = first->kernel("hetflow_test.cl", "scale_in_place");
     first.reset();
     Controller later(test::options(Policy::async));
     auto scale = later.kernel("hetflow_test.cl", "scale_in_place");
-    check_usage_error([&] { later.move_to(orphan); }, {"orphan", "another controller"});
-    check_usage_error([&] { later.launch(scale, Range(16), io(orphan), 16, 1.0f); }, {"orphan", "another controller"});
-    CHECK_THROWS_AS(later.wait(orphan), UsageError);
+    auto mine = later.tile<float>(16, "mine");
+    // It says that the tile's controller is gone, not that it belongs to some other one.
+    const char* gone = "a controller that no longer exists (destroyed)";
+    check_usage_error([&] { later.move_to(orphan); }, {"tile 'orphan' belongs to", gone});
+    check_usage_error([&] { later.launch(scale, Range(16), io(orphan), 16, 1.0f); }, {"orphan", gone});
+    check_usage_error([&] { later.launch(orphan_kernel, Range(16), io(mine), 16, 1.0f); },
+                      {"scale_in_place", "built for", gone});
+    check_usage_error([&] { later.wait(orphan); }, {"wait", "orphan", gone});
+    check_usage_error([&] { later.free(orphan); }, {"free", "orphan", gone});
     check_still_works(later);
   }
 }

@@ -3,9 +3,13 @@
 #include <doctest/doctest.h>
 #include <hetflow/hetflow.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using namespace hetflow;
 
@@ -131,6 +135,25 @@ TEST_CASE("a file of the same name in the working directory does not replace HET
   fs::current_path(was);
   fs::remove_all(dir);
   fs::remove_all(cwd);
+}
+
+TEST_CASE("kernel_search_path() lists the places a missing file's error lists, the working directory included") {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> dirs = hetflow::kernel_search_path();
+  REQUIRE(dirs.size() >= 2);
+  CHECK(std::find(dirs.begin(), dirs.end(), fs::current_path().string()) != dirs.end());
+  try {
+    hetflow::find_kernel_file("no_such_file.cl");
+    FAIL("no error");
+  } catch (const hetflow::FileNotFoundError& e) {
+    std::istringstream lines(e.what());
+    std::string line;
+    std::getline(lines, line);  // "kernel file ... not found; searched:"
+    for (const auto& d : dirs) {
+      REQUIRE(std::getline(lines, line));
+      CHECK(line == "  " + (fs::path(d) / "no_such_file.cl").string());
+    }
+  }
 }
 
 TEST_CASE("an unknown kernel name lists the kernels the program has") {

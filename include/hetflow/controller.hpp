@@ -166,7 +166,9 @@ class Controller {
   // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn runs once and may be
   // move-only (a lambda owning a std::unique_ptr). fn may submit requests (async policy, as in a
   // host task); if it throws, a later wait reports it as a failed request.
-  // This is what flow-graph nodes (hetflow/flow.hpp) are built on.
+  // This is what flow-graph nodes (hetflow/flow.hpp) are built on. Like host tasks, hooks run on
+  // TBB workers: with tbb::global_control's max_allowed_parallelism at 1 there is none, and they
+  // run only while a thread waits (wait(), wait_all(), a flow graph's wait_for_all()).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&, const Outcome&>
   void on_ready(std::string name, F&& fn, Roles&&... roles) {

@@ -126,7 +126,8 @@ class ProgramCache {
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const Program>> by_key_;
 };
 
-// The directories searched for .cl files, in order (what FileNotFoundError lists).
+// The directories searched for .cl files, in order (what FileNotFoundError lists): HETFLOW_KERNEL_PATH's,
+// the working directory, then hetflow's own kernels (beside the library, and where it installs them).
 std::vector<std::string> kernel_search_path();
 // The full path of `file` on that search path; throws FileNotFoundError naming every place tried.
 std::string find_kernel_file(const std::string& file);
