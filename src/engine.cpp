@@ -160,6 +160,7 @@ Engine::Engine(const ControllerOptions& options)
   if (const auto poll = env_poll_intervals())
     poller_.set_intervals(std::chrono::microseconds(poll->first), std::chrono::microseconds(poll->second));
   if (policy == Policy::async) decide_idle_flush();
+  max_in_flight_ = options.max_in_flight;
   hub_->engine = this;
   {
     std::lock_guard lock(live_engines_mutex);
@@ -428,6 +429,13 @@ void Engine::submit(RequestPtr r) {
   // told without blocking).
   const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();
   if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
+  if (max_in_flight_ != 0 && policy == Policy::async && r->kind != Kind::wait) {
+    const std::size_t now = in_flight_.load(std::memory_order_relaxed);
+    if (now >= max_in_flight_ && !host_task_on_this_thread()) {
+      hold_back(now);
+      throw_if_lost();  // the wait may have found the device gone
+    }
+  }
   {
     std::lock_guard lock(submit_mutex_);
     refuse_freed_tiles(*r);
@@ -439,6 +447,7 @@ void Engine::submit(RequestPtr r) {
         if (a.writes()) launch_writes_collector->push_back(a);
     if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
     r->id = next_id_++;
+    if (r->kind != Kind::wait) in_flight_.fetch_add(1, std::memory_order_relaxed);  // ended in finish()
     if (host_task_on_this_thread()) {  // after its number: a wait that saw no change covers it
       nested_submits_.fetch_add(1, std::memory_order_release);
       for (const auto& a : r->accesses) a.tile->nested_submits.fetch_add(1, std::memory_order_release);
@@ -475,6 +484,15 @@ void Engine::submit(RequestPtr r) {
     // sync chunk reads its commands' outcome, and the call's waits report them).
     throw_if_lost();
   }
+}
+
+void Engine::hold_back(std::size_t seen) {
+  // Everything before it, as a wait_all: the device and the host tasks keep working through what
+  // is queued meanwhile, and one wait per max_in_flight requests costs a stream little. Failures
+  // stay for the program's own waits.
+  auto w = make_request<WaitWork>(
+      Kind::wait, "held back: " + std::to_string(seen) + " requests in flight (ControllerOptions::max_in_flight)");
+  wait_request(std::move(w));
 }
 
 void Engine::wait_request(RequestPtr w) {
@@ -821,6 +839,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // request is cancelled by a failure already reported (test_random_programs, under load).
     r.status.store(s, std::memory_order_release);
   }
+  if (r.kind != Kind::wait) in_flight_.fetch_sub(1, std::memory_order_relaxed);
   log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   if (s == Status::done) {

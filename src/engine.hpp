@@ -288,6 +288,10 @@ class Engine {
   // numbered: a wait_all() that saw this change while it waited waits again, for what those
   // submitted, as tbb::task_group::wait() waits for tasks its tasks add (Engine::wait_all).
   std::atomic<std::uint64_t> nested_submits_{0};
+  // Requests other than waits submitted and not yet ended (ControllerOptions::max_in_flight).
+  std::atomic<std::size_t> in_flight_{0};
+  std::size_t max_in_flight_ = 0;    // set once, in the constructor
+  void hold_back(std::size_t seen);  // waits for everything submitted so far (Engine::submit)
   std::uint64_t next_tile_id_ = 1;
   unsigned kernel_round_robin_ = 0;
 

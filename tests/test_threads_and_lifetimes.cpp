@@ -1,11 +1,13 @@
 // Several user threads, failed requests and freed tiles: what the headers promise about them
 // (include/hetflow/controller.hpp), kept by tests. Run under ThreadSanitizer and AddressSanitizer
 // as well as plainly (.ci/run).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -590,6 +592,50 @@ TEST_CASE("wait_all() and wait(t) wait for what host tasks and hooks submit whil
         },
         in(gate));
     CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("throwing-hook"), RequestFailed);
+  }
+}
+
+TEST_CASE("a producer that outruns its host tasks holds at most max_in_flight of them, nested submissions never held") {
+  // No limit before: 300,000 queued host tasks took 292 MB (~1 KB each; found by a user's program).
+  for (const int threads : {0, 1}) {  // 0: TBB's default; 1: no worker, the waiting thread runs them
+    CAPTURE(threads);
+    std::optional<tbb::global_control> one;
+    if (threads == 1) one.emplace(tbb::global_control::max_allowed_parallelism, 1);
+    auto o = test::options(Policy::async);
+    o.max_in_flight = 200;
+    Controller c(o);
+    auto t = c.tile<int>(1, "t");
+    t[0] = 0;
+    std::atomic<long> ran{0};
+    long submitted = 0, most_queued = 0;
+    // The first one takes long enough for the program to reach the limit behind it.
+    c.host_task(
+        "slow", [] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, io(t));
+    ++submitted;
+    for (int i = 0; i < 3000; ++i) {
+      c.host_task(
+          "step",
+          [&] {
+            ++t[0];
+            ++ran;
+          },
+          io(t));
+      most_queued = std::max(most_queued, ++submitted - ran.load() - 1);  // less the slow one, running
+    }
+    // A host task submitting many more than the limit is not held back (it would wait for itself).
+    c.host_task(
+        "producer",
+        [&] {
+          for (int i = 0; i < 1000; ++i)
+            c.host_task(
+                "nested", [&] { ++t[0]; }, io(t));
+        },
+        in(c.tile<int>(1, "unrelated")));
+    c.wait_all();
+    CHECK(t[0] == 4000);
+    MESSAGE("at most " << most_queued << " host tasks queued at once");
+    CHECK(most_queued <= 200);
+    CHECK(most_queued >= 150);  // held back at the limit, behind the slow one
   }
 }
 

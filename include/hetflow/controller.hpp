@@ -46,6 +46,12 @@ struct ControllerOptions {
   // OpenCL profiling on every queue: the device times in dumps and traces. It costs ~5 us per
   // kernel on NVIDIA's OpenCL, so unset = on only when recording.
   std::optional<bool> profiling{};
+  // Backpressure (async): once this many requests are submitted and not yet ended, a submission
+  // from the program's threads first waits for everything submitted before it (shown as a wait
+  // "held back: ..." in dumps), so a producer that outruns its host tasks or device holds at most
+  // this many (~1 KB each) rather than growing without bound. Submissions from inside host tasks
+  // and hooks are never held back (they would wait for the graph that runs them). 0 = no limit.
+  std::size_t max_in_flight = 65536;
 };
 
 namespace detail {
@@ -142,6 +148,8 @@ class Controller {
   // under sync any request but a launch or on_ready — throws UsageError instead, since it would wait for the graph that
   // runs fn. Nor may fn block on another request by other means (a flag another host task sets): host tasks share TBB's
   // few threads, and with all of them blocked the one it waits for never runs; declare the order (out(t) then in(t)).
+  // Nor on a flag the program sets only after submitting more: a submission may wait for fn first
+  // (ControllerOptions::max_in_flight).
   template <class F, class... Roles>
     requires std::is_invocable_v<F&>
   void host_task(std::string name, F&& fn, Roles&&... roles) {
