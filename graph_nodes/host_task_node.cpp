@@ -14,6 +14,7 @@ thread_local const Engine* running_engine = nullptr;
 }  // namespace
 
 const Request* Engine::host_task_on_this_thread() const { return running_engine == this ? running_task : nullptr; }
+bool Engine::running_any_host_task() { return running_task != nullptr; }
 
 bool running_host_task_on(const TileState& tile) {
   if (!running_task) return false;

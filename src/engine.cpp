@@ -431,7 +431,10 @@ void Engine::submit(RequestPtr r) {
   if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
   if (max_in_flight_ != 0 && policy == Policy::async && r->kind != Kind::wait) {
     const std::size_t now = in_flight_.load(std::memory_order_relaxed);
-    if (now >= max_in_flight_ && !host_task_on_this_thread()) {
+    // Only the program's own submissions wait: not a host task's or hook's, of any controller (the
+    // graph that runs it may need its thread), nor those of hetflow's flow nodes and loops, which
+    // submit holding their own locks, which the hooks that end their earlier requests take.
+    if (now >= max_in_flight_ && !running_any_host_task() && !deferred_blocking && submitting_flow_node == 0) {
       hold_back(now);
       throw_if_lost();  // the wait may have found the device gone
     }

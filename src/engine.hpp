@@ -178,6 +178,7 @@ class Engine {
   void fail_internally(const RequestPtr& r, const char* where, const std::exception& e);
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
+  static bool running_any_host_task();           // a host task or hook of any engine, on this thread
   void watch(const RequestPtr& device_request);  // register the completion callback once
   // A device command was enqueued: the waits parked on it (park) return to block on it instead.
   bool any_parked() const { return parked_.load() > 0; }

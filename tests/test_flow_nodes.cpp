@@ -1075,3 +1075,34 @@ TEST_CASE("nodes made and dropped on a controller that does not record leave not
     CHECK(hetflow::graph_info(c).flow_nodes.size() == (record ? 400u : 0u));
   }
 }
+
+TEST_CASE("flow nodes run under a controller whose max_in_flight is far below their messages: never held back") {
+  // Their bodies and hooks submit holding the node's own locks, which the hooks ending earlier
+  // messages take: held back for those, they would wait for themselves.
+  auto o = test::options(Policy::async, 2);
+  o.max_in_flight = 2;
+  Controller c(o);
+  Pipeline pl(c, 64, 256);
+  std::atomic<int> right{0};
+  graph g;
+  hf::host_node<Item> fill(
+      g, c, [](const Item& it) { return hf::touch(out(it.x)); },
+      [](Item& it) { std::fill(it.x.data(), it.x.data() + it.x.size(), float(it.seq)); },
+      {.name = "fill", .concurrency = 1});
+  hf::kernel_node<Item> scale(g, c, pl.kernel,
+                              [&](const Item& it) { return hf::launch(Range(pl.len), io(it.x), int(pl.len), 2.0f); });
+  hf::host_node<Item> check(
+      g, c, [](const Item& it) { return hf::touch(in(it.x)); },
+      [&](Item& it) { right += it.x[pl.len - 1] == float(it.seq) * 2.0f + 1.0f ? 1 : 0; },
+      {.name = "check", .concurrency = 1});
+  make_edge(fill, scale);
+  make_edge(scale, check);
+  for (std::uint64_t i = 0; i < pl.slots.size(); ++i) {
+    Item it = pl.slots[i];
+    it.seq = i;
+    fill.try_put(it);
+  }
+  g.wait_for_all();
+  c.wait_all();
+  CHECK(right == 64);
+}

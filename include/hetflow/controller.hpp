@@ -50,7 +50,8 @@ struct ControllerOptions {
   // from the program's threads first waits for everything submitted before it (shown as a wait
   // "held back: ..." in dumps), so a producer that outruns its host tasks or device holds at most
   // this many (~1 KB each) rather than growing without bound. Submissions from inside host tasks
-  // and hooks are never held back (they would wait for the graph that runs them). 0 = no limit.
+  // and hooks (they would wait for the graph that runs them), and those of hetflow's flow nodes and
+  // parallel_for (a limiter_node, the loop's tokens bound them), are never held back. 0 = no limit.
   std::size_t max_in_flight = 65536;
 };
 
