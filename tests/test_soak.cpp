@@ -256,8 +256,8 @@ TEST_CASE("soak: 200,000 launches with no wait between them: memory stays flat w
   }
   const double growth = mib(rss_bytes()) - mib(rss_warm);
   c.wait_all();
-  MESSAGE("RSS grew by " << growth << " MiB over " << n - warmup << " launches after warm-up; at most "
-                         << most_alive << " alive at a batch's end");
+  MESSAGE("RSS grew by " << growth << " MiB over " << n - warmup << " launches after warm-up; at most " << most_alive
+                         << " alive at a batch's end");
   // The batch just enqueued and what the settling had not reached of the one before (it settles up
   // to 64 every 16 enqueues); every launch since warm-up before.
   CHECK(most_alive < long(3 * batch));
