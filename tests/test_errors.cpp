@@ -115,6 +115,18 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
     check_usage_error([&] { c.launch(sc, Range(64), out(small)); }, {"points to char elements", "holds uchar"});
     c.launch(count, Range(64), io(ints), io(unsigneds));
     check_usage_error([&] { c.launch(mix, Range(0), in(a), in(b), out(o), 64, 1.0f); }, {"global range is 0"});
+    // A const or __constant pointer cannot be written: out() or io() for it would order later
+    // readers after a write that never happens, and out() would bring back stale data as a result.
+    check_usage_error([&] { c.launch(mix, Range(64), out(a), in(b), out(o), 64, 1.0f); },
+                      {"argument 0", "'float* x'", "read-only (const)", "got out(a)", "pass in(a)"});
+    check_usage_error([&] { c.launch(mix, Range(64), in(a), io(b), out(o), 64, 1.0f); },
+                      {"argument 1", "read-only (const)", "got io(b)"});
+    auto from_constant = c.kernel_from_source(
+        "kernel void from_constant(constant float* k, global float* y) { y[get_global_id(0)] = k[0]; }",
+        "from_constant");
+    check_usage_error([&] { c.launch(from_constant, Range(64), io(a), out(o)); },
+                      {"argument 0", "read-only (__constant)", "got io(a)"});
+    CHECK(c.kernel("hetflow_test.cl", "mix_inputs").arg(2).read_only == false);
     check_still_works(c);
   }
 }

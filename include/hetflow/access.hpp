@@ -1,5 +1,8 @@
 #pragma once
 // How a request declares what it does to a tile: in(t) reads it, out(t) writes it, io(t) both.
+// The hazards follow what is declared, not what a kernel does: a kernel writing a tile passed as
+// in(t) races with the requests around it. A launch refuses out() and io() for a const or
+// __constant pointer (KernelArgInfo::read_only); declaring inputs const lets it check them.
 // Dependencies are inferred from these declarations, never written by hand.
 #include <array>
 #include <cstddef>

@@ -18,6 +18,9 @@ struct KernelArgInfo {
   cl_kernel_arg_address_qualifier address = CL_KERNEL_ARG_ADDRESS_PRIVATE;
   std::string type_name;  // "float*", "int", ...
   std::string name;
+  // The pointer's elements are const, or in __constant memory: the kernel cannot write them, so a
+  // launch refuses out() and io() for it (the hazards would claim a write that never happens).
+  bool read_only = false;
   bool is_buffer() const {
     return address == CL_KERNEL_ARG_ADDRESS_GLOBAL || address == CL_KERNEL_ARG_ADDRESS_CONSTANT;
   }
