@@ -301,9 +301,9 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
   check_tile(engine, a, what);
   if (a.writes() && kernel.arg(i).read_only)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is read-only (" +
-                     (kernel.arg(i).address == CL_KERNEL_ARG_ADDRESS_CONSTANT ? "__constant" : "const") +
-                     "), got " + to_string(a.role) + "(" + a.tile->name + "): the kernel cannot write it, pass in(" +
-                     a.tile->name + ")");
+                     (kernel.arg(i).address == CL_KERNEL_ARG_ADDRESS_CONSTANT ? "__constant" : "const") + "), got " +
+                     to_string(a.role) + "(" + a.tile->name + "): the kernel cannot write it, pass in(" + a.tile->name +
+                     ")");
   std::string_view base = kernel.arg(i).type_name;
   if (!base.empty() && base.back() == '*') base.remove_suffix(1);
   const ClType wanted = cl_type(base);  // parsed once: this runs on every launch

@@ -106,8 +106,9 @@ Kernel Program::kernel(const std::string& requested) const {
       a.address = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i);
       a.type_name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i);
       a.name = k.state_->kernel.getArgInfo<CL_KERNEL_ARG_NAME>(i);
-      a.read_only = a.address == CL_KERNEL_ARG_ADDRESS_CONSTANT ||
-                    (a.is_buffer() && (k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_QUALIFIER>(i) & CL_KERNEL_ARG_TYPE_CONST));
+      a.read_only =
+          a.address == CL_KERNEL_ARG_ADDRESS_CONSTANT ||
+          (a.is_buffer() && (k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_QUALIFIER>(i) & CL_KERNEL_ARG_TYPE_CONST));
       while (!a.type_name.empty() && a.type_name.back() == '\0') a.type_name.pop_back();
       while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
       k.state_->args.push_back(std::move(a));
