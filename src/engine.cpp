@@ -337,7 +337,7 @@ std::shared_ptr<TileState> Engine::make_alias_tile(const std::shared_ptr<TileSta
 void Engine::refuse_blocking_inside_host_task(const std::string& what) const {
   const Request* task = host_task_on_this_thread();
   if (!task) return;
-  throw UsageError(what + " inside host task '" + task->name +
+  throw UsageError(what + " inside " + (task->is_hook() ? "hook '" : "host task '") + task->name +
                    "' of the same controller would wait for the graph that runs the task itself. Submit "
                    "the follow-up as requests (non-blocking under the async policy: they are ordered after "
                    "this task wherever they share its tiles), or wait from outside the task.");
@@ -429,11 +429,12 @@ void Engine::submit(RequestPtr r) {
   // told without blocking).
   const bool blocks = policy == Policy::sync && r->kind != Kind::kernel && r->kind != Kind::wait && !r->is_hook();
   if (blocks) refuse_blocking_inside_host_task("'" + r->name + "' under the sync policy (it blocks until done)");
-  if (max_in_flight_ != 0 && policy == Policy::async && r->kind != Kind::wait) {
+  if (max_in_flight_ != 0 && policy == Policy::async && r->kind != Kind::wait && !r->is_hook()) {
     const std::size_t now = in_flight_.load(std::memory_order_relaxed);
     // Only the program's own submissions wait: not a host task's or hook's, of any controller (the
     // graph that runs it may need its thread), nor those of hetflow's flow nodes and loops, which
-    // submit holding their own locks, which the hooks that end their earlier requests take.
+    // submit holding their own locks, which the hooks that end their earlier requests take. Nor an
+    // on_ready hook, anywhere: it is the way to be told without blocking (it still counts).
     if (now >= max_in_flight_ && !running_any_host_task() && !deferred_blocking && submitting_flow_node == 0) {
       hold_back(now);
       throw_if_lost();  // the wait may have found the device gone

@@ -847,7 +847,7 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
   auto& engine = engine_of(c_);
   for (Controller* d : devices_)
     if (const Request* task = engine_of(*d).host_task_on_this_thread())
-      throw UsageError("parallel_for inside host task '" + task->name +
+      throw UsageError(std::string("parallel_for inside ") + (task->is_hook() ? "hook '" : "host task '") + task->name +
                        "' of one of its controllers would wait for the graph that runs the task");
   claim_and_begin(n);
   // The calling thread is one of the threads the CPU workers leave to the devices (cpu_workers_for):

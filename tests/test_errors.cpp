@@ -592,6 +592,11 @@ TEST_CASE("a host task that blocks on its own controller gets a UsageError, not 
     c.host_task("waits for all", [&] { c.wait_all(); });
     CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("wait(u) inside host task 'waits' of the same controller"),
                          RequestFailed);
+    // A hook is named as one.
+    c.on_ready(
+        "told", [&](const Outcome&) { c.wait(u); }, in(u));
+    CHECK_THROWS_WITH_AS(c.wait_all(), doctest::Contains("wait(u) inside hook 'told' of the same controller"),
+                         RequestFailed);
     if (p == Policy::async) {
       // Non-blocking submissions from inside a task run, in order after what came before them.
       c.host_task("submits", [&] {

@@ -639,6 +639,32 @@ TEST_CASE("a producer that outruns its host tasks holds at most max_in_flight of
   }
 }
 
+TEST_CASE("on_ready is never held back by max_in_flight: a program thread is told without blocking") {
+  // It waited for everything before it once the limit was reached (a user's program: 500 ms behind
+  // one slow host task at max_in_flight 1), though a hook is the way to be told without blocking.
+  auto o = test::options(Policy::async);
+  o.max_in_flight = 1;
+  Controller c(o);
+  auto t = c.tile<int>(1, "t"), u = c.tile<int>(1, "u");
+  std::atomic<bool> hook_submitted{false}, saw_it{false};
+  // The slow task ends only once the program is past on_ready, or after 20 s (then saw_it stays false).
+  c.host_task(
+      "slow",
+      [&] {
+        for (int i = 0; i < 20'000 && !hook_submitted.load(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        saw_it = hook_submitted.load();
+      },
+      io(t));
+  std::atomic<int> told{0};
+  c.on_ready(
+      "told", [&](const Outcome& oc) { told = oc.ok() ? 1 : 2; }, in(u));
+  hook_submitted = true;
+  c.wait_all();
+  CHECK(saw_it.load());
+  CHECK(told.load() == 1);
+}
+
 TEST_CASE("a controller whose own hook or host task drops its last reference ends after that task, its work done") {
   // A shared_ptr<Controller> captured by its tasks: the last one to go ran ~Controller inside the
   // controller's own task, whose wait was refused there and retried for good (a core spinning, the

@@ -51,7 +51,8 @@ struct ControllerOptions {
   // "held back: ..." in dumps), so a producer that outruns its host tasks or device holds at most
   // this many (~1 KB each) rather than growing without bound. Submissions from inside host tasks
   // and hooks (they would wait for the graph that runs them), and those of hetflow's flow nodes and
-  // parallel_for (a limiter_node, the loop's tokens bound them), are never held back. 0 = no limit.
+  // parallel_for (a limiter_node, the loop's tokens bound them), are never held back, nor is an
+  // on_ready hook from any thread (it is the way to be told without blocking). 0 = no limit.
   std::size_t max_in_flight = 65536;
 };
 
@@ -169,13 +170,12 @@ class Controller {
   // (its failure is still reported by a wait, as ever). When they succeeded fn may use the declared
   // host images as a host task does, and later requests on those tiles wait for fn. device_image(in(t))
   // waits for the commands writing t's device image instead (a kernel's end), with no transfer.
-  // Never blocks, under the sync policy too, so it may be called from a host task or hook under
-  // either policy; no thread blocks or spins for it while the device works: the engine learns of
-  // the commands' end from a sleeping poll (every ≤ 1 ms) while a hook waits, and from the driver's
-  // callbacks where they come sooner than that (PoCL's; not NVIDIA's). fn runs once and may be
-  // move-only (a lambda owning a std::unique_ptr). fn may submit requests (async policy, as in a
-  // host task); if it throws, a later wait reports it as a failed request.
-  // This is what flow-graph nodes (hetflow/flow.hpp) are built on. Like host tasks, hooks run on
+  // Never blocks, under the sync policy and ControllerOptions::max_in_flight too, so it may be called from a host task
+  // or hook under either policy; no thread blocks or spins for it while the device works: the engine learns of the
+  // commands' end from a sleeping poll (every ≤ 1 ms) while a hook waits, and from the driver's callbacks where they
+  // come sooner than that (PoCL's; not NVIDIA's). fn runs once and may be move-only (a lambda owning a
+  // std::unique_ptr). fn may submit requests (async policy, as in a host task); if it throws, a later wait reports it
+  // as a failed request. This is what flow-graph nodes (hetflow/flow.hpp) are built on. Like host tasks, hooks run on
   // TBB workers: with tbb::global_control's max_allowed_parallelism at 1 there is none, and they
   // run only while a thread waits (wait(), wait_all(), a flow graph's wait_for_all()).
   template <class F, class... Roles>
@@ -205,18 +205,24 @@ class Controller {
   // is worth retrying.
   // While it waits, the thread that made the controller runs the controller's pending tasks, host
   // tasks included (as oneTBB's waits do): a host task must not wait for something that thread
-  // does only after its wait. Another thread runs the host tasks and hooks its wait waits for
-  // directly once they are ready (no other), and sleeps meanwhile. It returns as soon as its
-  // requests are done, whatever else still runs. Requests on `t` that host tasks or hooks submit
-  // while it waits are waited for too (see wait_all()).
+  // does only after its wait, and once its requests are done the wait returns when the task it is
+  // running ends, so an unrelated long host task it took up delays it (as it would
+  // tbb::task_group::wait()). Another thread runs only the host tasks and hooks its wait waits for,
+  // directly once they are ready, and sleeps meanwhile: it returns as soon as its requests are
+  // done, whatever else still runs; wait from such a thread where that matters. Requests on `t`
+  // that this controller's host tasks or hooks submit before the wait's requests are all done are
+  // waited for too (see wait_all()); work that reaches `t` only later, through another tile (a hook
+  // on `u`, told of a kernel that a host task on `t` launched, then submits on `t`), is not: wait_all() covers it.
   template <class T>
   void wait(const Tile<T>& t) {
     (void)t.extent();
     wait_tile(t.shared_state());
   }
-  // Blocks until everything submitted so far is done, and what host tasks and hooks submit while it
-  // waits (as tbb::task_group::wait() waits for the tasks its tasks add: a host task's follow-up
-  // kernel and transfer back are done when it returns); throws RequestFailed naming every request
+  // Blocks until everything submitted so far is done, and what this controller's host tasks and
+  // hooks submit while it waits, levels deep (as tbb::task_group::wait() waits for the tasks its
+  // tasks add: a host task's follow-up kernel and transfer back are done when it returns); what
+  // other program threads submit meanwhile may be waited for too, what another controller's tasks
+  // submit to this one is not. Throws RequestFailed naming every request
   // that failed or was cancelled and that no wait has reported yet (DeviceLost with them, if the
   // controller is lost by then, as wait(t)).
   void wait_all();

@@ -55,9 +55,9 @@ struct FileNotFoundError : Error {
 // One request that failed or was cancelled, as a wait reports it.
 // A parallel_for call's failed chunk comes first with kind "chunk" and id 0 (not a request itself).
 struct FailedRequest {
-  std::uint64_t id = 0;            // its number in program order (the "#12" of messages and dumps)
-  std::string kind;                // "H2D", "D2H", "kernel", "host", "free" or "chunk"
-  std::string name;                // "move_to(x)", the kernel's name, the host task's name
+  std::uint64_t id = 0;  // its number in program order (the "#12" of messages and dumps)
+  std::string kind;      // "H2D", "D2H", "kernel", "host" (a host task or an on_ready hook), "free" or "chunk"
+  std::string name;      // "move_to(x)", the kernel's name, the host task's name
   std::vector<std::string> tiles;  // the tiles it accesses
   bool cancelled = false;          // not run, because something it depends on failed; else it failed
   std::string cause;               // "threw: ...", "clEnqueueNDRangeKernel failed: CL_...", "not run: request #3 ..."
