@@ -1,6 +1,7 @@
 #include "loop_schedulers.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -84,6 +85,11 @@ void LoopScheduler::restart(std::size_t iterations, double last_call_seconds, bo
 std::size_t round_up_64(std::size_t n, std::size_t cap) {
   const std::size_t up = n % 64 == 0 ? n : n + (64 - n % 64);
   return std::max<std::size_t>(1, std::min(up, cap));
+}
+
+std::size_t round_up_coarse(std::size_t n) {
+  const std::size_t step = std::max<std::size_t>(64, std::bit_floor(n) / 4);
+  return (n + step - 1) / step * step;
 }
 
 namespace {
@@ -189,6 +195,8 @@ constexpr double kChunkCostShare = 0.01;
 // A share is cut into at most this many chunks to hide its transfer back: each more saves less
 // (the last chunk's 1/k of it) and costs a chunk.
 constexpr double kMostChunksForTheTransferBack = 8;
+// The least fraction of a share's predicted time that cutting it for its transfer back must save.
+constexpr double kLeastCutGain = 0.05;
 // Exploration starts at this fraction of the first call's range: the doublings cover any range in
 // about ten chunks, each a round trip, and start small enough to find an elbow below it.
 constexpr std::size_t kExplorationStart = 1024;
@@ -218,9 +226,14 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
     if (dev.phase != Phase::exploration && dev.judged_slow + dev.judged_good > 0)
       dev.worse_calls = dev.judged_slow > dev.judged_good ? dev.worse_calls + 1 : 0;
     dev.judged_good = dev.judged_slow = 0;
+    // Not a lone device (no CPU body, no other device): it takes every iteration whatever its
+    // speed, and exploring again only cost it a call of small chunks (PoCL, 1M iterations: a 1 ms
+    // call took 51, each new chunk size a kernel build, after two calls slowed by the machine).
+    if (dev.worse_calls >= 2 && !cpu_runs() && devices_ == 1) dev.worse_calls = 0;
     if (dev.worse_calls >= 2) {
       dev.samples.clear();
-      dev.exploring_chunk = std::max<std::size_t>(64, round_up_64(dev.stable_chunk / 8, dev.stable_chunk));
+      // A power of two times 64, as the first exploration's sizes are: sizes seen before.
+      dev.exploring_chunk = std::max<std::size_t>(64, std::bit_floor(dev.stable_chunk / 8));
       dev.phase = Phase::exploration;
       dev.worse_calls = 0;
     }
@@ -341,6 +354,9 @@ std::size_t LogFitScheduler::exploring_cut(unsigned d, std::size_t chunk, std::s
   // let a device whose samples had not levelled off take the whole range (simulated, two GPUs:
   // every other call on one of them, 4.2 ms where the split takes 2.9).
   const Device& dev = dev_[d];
+  // Alone (no CPU body, no other device running), it has nobody to end with: cut, it left the
+  // range's last iteration over for a chunk of its own, a round trip more.
+  if (!others_take_part(d)) return chunk;
   const double rest = rest_work(remaining);
   auto ends_with_others = [&](std::size_t c) {
     const double work = front_work(remaining, c), others_end = end_together(now, rest - work, int(d));
@@ -354,6 +370,13 @@ std::size_t LogFitScheduler::exploring_cut(unsigned d, std::size_t chunk, std::s
     (ends_with_others(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+bool LogFitScheduler::others_take_part(unsigned d) const {
+  if (cpu_runs()) return true;
+  for (unsigned e = 0; e < devices_; ++e)
+    if (e != d && !dev_[e].stopped) return true;
+  return false;
 }
 
 double LogFitScheduler::cpu_free(double now) const {
@@ -541,10 +564,18 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     const std::size_t first_piece = front_within(remaining, x / cut, true);
     const bool cpu_would_join = cpu_runs() && cpu_thr_ > 0 && first_piece < remaining &&
                                 cpu_within(remaining - first_piece, start + soonest - cpu_free(now)) > 0;
-    if (!cpu_would_join) chunks = cut;
+    // And only for a gain worth the risk: a cut that saves a few percent on a model's noise changes
+    // the chunks' sizes, new work-group sizes that PoCL builds a kernel for (a lone device, 1M
+    // iterations: cut into 5 for 2 % predicted, that call took 136 ms where one chunk takes 1).
+    if (!cpu_would_join && soonest <= (1 - kLeastCutGain) * end(chunks)) chunks = cut;
   }
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
-  const std::size_t chunk = round_up_64(front_within(remaining, x / chunks, true), remaining);
+  std::size_t chunk = round_up_64(front_within(remaining, x / chunks, true), remaining);
+  // Alone, its pieces end with nobody's: their sizes come from a coarse set (four per octave), so
+  // that the next call repeats them instead of sizes a few iterations apart. A driver that builds
+  // a kernel for each new work-group size (PoCL: 50 ms a size, its local size chosen from the
+  // global one) then builds them once; a lone device's 1M-iteration loop paid that every few calls.
+  if (chunks > 1 && !others_take_part(d)) chunk = std::min(remaining, round_up_coarse(chunk));
   dev.in_flight.push_back({chunk, start + front_work(remaining, chunk) / predicted(dev, chunk), dev.in_flight.empty(),
                            first, false, false});
   dev.ran_this_call = true;
@@ -622,7 +653,16 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
 }
 
 void LogFitScheduler::on_transfer_back(unsigned d, std::size_t iterations, double seconds) {
-  blend(dev_[d].back, seconds / double(iterations));
+  // Per iteration from the largest chunks only: a transfer's fixed part divided by a small chunk's
+  // iterations made its results look costly to bring back (PoCL, 60K iterations: 0.089 us each
+  // from the 64-iteration samples, ten times the whole range's), and the next call was cut into
+  // five chunks of new sizes to overlap a transfer that was not there, each size a new kernel
+  // build for PoCL (50 ms apiece).
+  Device& dev = dev_[d];
+  if (2 * iterations < dev.back_from) return;
+  if (iterations > 2 * dev.back_from) dev.back = 0;  // the smaller ones' estimate is dropped
+  blend(dev.back, seconds / double(iterations));
+  dev.back_from = std::max(dev.back_from, iterations);
 }
 
 void LogFitScheduler::on_device(unsigned d, std::size_t begin, std::size_t iterations, double seconds,

@@ -130,6 +130,8 @@ class LoopScheduler {
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
 // (the original code added 64 to those too), and nothing exceeds `cap`.
 std::size_t round_up_64(std::size_t n, std::size_t cap);
+// Up to a multiple of a quarter of its highest power of two (64 at least): four sizes per octave.
+std::size_t round_up_coarse(std::size_t n);
 
 // A fixed share of each call goes to each device, in one chunk; the CPU workers split the rest
 // in equal chunks. `device_shares` has one entry per device (their sum at most 1). The second form
@@ -255,6 +257,7 @@ class LogFitScheduler : public LoopScheduler {
     double fixed = 0;                      // seconds a chunk alone in flight costs outside its kernel
     double first_fixed = 0;                // the same for a call's first chunk, which also waits for the reads
     double back = 0;                       // seconds per iteration to bring a chunk's results back (0: none seen)
+    std::size_t back_from = 0;             // iterations of the largest chunk `back` was learned from
     int worse_calls = 0;                   // calls in a row whose judged chunks were mostly slow
     int judged_good = 0, judged_slow = 0;  // this call's
     std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so
@@ -270,6 +273,7 @@ class LogFitScheduler : public LoopScheduler {
   // An exploring chunk of at most `chunk` for device `d` that ends no later than the others end
   // what it leaves of `remaining` (0: not even a small one does).
   std::size_t exploring_cut(unsigned d, std::size_t chunk, std::size_t remaining, double start, double now) const;
+  bool others_take_part(unsigned d) const;  // the CPU or another device can take iterations this call
   // When the CPU and the planned devices (but `except`) would end `work` more iterations together.
   double end_together(double now, double work, int except = -1) const;
   std::size_t explore_from(std::size_t iterations) const;

@@ -58,6 +58,7 @@ struct SimDevice {
   // another (a D2H queue), while its token goes on (LoopState::next_device): the call ends when the
   // last chunk is back. Reported to the scheduler as LoopState does (record_transfer_back).
   double back = 0;
+  double back_fixed = 0;  // seconds each transfer back costs besides (a copy's start), where back > 0
 };
 
 struct Machine {
@@ -231,7 +232,7 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
         o.per_device[d] += e.size, ++o.device_chunks_of[d];
         o.device_ends[d] = std::max(o.device_ends[d], e.t);
         if (e.back_end > 0) {
-          s.record_transfer_back(d, e.size, m.devices[d].back * double(e.size));
+          s.record_transfer_back(d, e.size, m.devices[d].back_fixed + m.devices[d].back * double(e.size));
           o.device_end = std::max(o.device_end, e.back_end);
           o.device_ends[d] = std::max(o.device_ends[d], e.back_end);
         }
@@ -256,7 +257,8 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
       const double start = std::max(e.t + dev.launch, device_free[d]);
       device_free[d] = start + kernel;
       double back_end = 0;
-      if (dev.back > 0) back_free[d] = back_end = std::max(start + kernel, back_free[d]) + dev.back * double(chunk);
+      if (dev.back > 0)
+        back_free[d] = back_end = std::max(start + kernel, back_free[d]) + dev.back_fixed + dev.back * double(chunk);
       const double late = dev.late ? dev.late() : 0.0;
       events.push({start + kernel + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel, back_end});
     } else {

@@ -163,6 +163,56 @@ TEST_CASE("LogFit cuts a device's share where its transfer back would hold the c
   }
 }
 
+// A lone device (no CPU body, one device) takes every iteration whatever its speed: after the first
+// call LogFit should hand it the same chunks call after call. A driver that builds a kernel for each
+// new launch size (PoCL, 50 ms a size: tester 7's device-only loop took 135-170 ms every other call
+// where one chunk takes 0.2) pays for every size it has not seen. Here a transfer back costs 5 us
+// besides its 0.2 ns per iteration (the 64-iteration samples' per-iteration cost looked 400x the
+// whole range's), and two calls run at half speed (a busy machine), which made LogFit explore again.
+namespace {
+struct ChunkSizes : LogFitScheduler {
+  using LogFitScheduler::LogFitScheduler;
+  std::vector<std::size_t> sizes;
+  std::size_t next_device(unsigned d, std::size_t remaining, double now) override {
+    const std::size_t chunk = LogFitScheduler::next_device(d, remaining, now);
+    if (chunk > 0) sizes.push_back(std::min(chunk, remaining));
+    return chunk;
+  }
+};
+}  // namespace
+
+TEST_CASE("a lone device settles: after its first call LogFit hands it the same chunks every call") {
+  for (const std::size_t n : {60'000ul, 1'000'000ul}) {
+    CAPTURE(n);
+    Machine m;
+    m.workers = 0;
+    m.devices = {SimDevice(saturating(1e9, 4096), 20e-6, 50e-6)};
+    m.devices[0].back = 0.2e-9;
+    m.devices[0].back_fixed = 5e-6;
+    ChunkSizes lf(0);
+    double last = 0;
+    std::vector<std::size_t> later;  // calls 2 on
+    for (int call = 0; call < 12; ++call) {
+      CAPTURE(call);
+      m.devices[0].rate = saturating(call == 4 || call == 5 ? 0.5e9 : 1e9, 4096);
+      lf.sizes.clear();
+      const Outcome o = simulate(lf, m, n, last);
+      CHECK(each_once(o));
+      last = o.end();
+      // Even exploring, no sliver is left over for a chunk of its own (a round trip more).
+      CHECK(*std::min_element(lf.sizes.begin(), lf.sizes.end()) >= 64);
+      if (call > 0) {
+        CHECK(lf.phase() != LogFitScheduler::Phase::exploration);
+        later.insert(later.end(), lf.sizes.begin(), lf.sizes.end());
+      }
+    }
+    std::sort(later.begin(), later.end());
+    const auto distinct = std::size_t(std::unique(later.begin(), later.end()) - later.begin());
+    MESSAGE(n << " iterations: " << distinct << " chunk sizes over calls 2-12, " << lf.decisions());
+    CHECK(distinct <= 2);
+  }
+}
+
 TEST_CASE("LogFit explores again when the device's behaviour changes") {
   Machine m;
   m.workers = 8;
