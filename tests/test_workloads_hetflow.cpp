@@ -236,6 +236,16 @@ TEST_CASE("hetflow run refuses what it would ignore, lose or misread, and names 
   refused("run sobel --input " + clip + " --output " + clip, "--output '" + clip + "' is the --input file");
   CHECK(fs::file_size(clip) == size);
 
+  // A file that cannot be read is a file's failure (1), as for `dump` and `report`, not a mistake on
+  // the command line (2): the message names it and why.
+  {
+    auto r = test::run_command(cli + " run sobel --input " + d + "/missing.y4m");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("Y4M file '" + d + "/missing.y4m': cannot open for reading: No such file") !=
+          std::string::npos);
+  }
+
   // A frame size no kernel can index is named, with the file, before anything is allocated.
   std::ofstream(d + "/huge.y4m") << "YUV4MPEG2 W99999999 H99999999 F25:1\nFRAME\n";
   refused("run sobel --input " + d + "/huge.y4m", "are larger than hetflow reads");

@@ -457,7 +457,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--input", o->input,
                   "sobel: read frames from a .y4m file (its luma plane); the file sets the size (no --size), "
                   "--frames N runs its first N (default: all; more than it holds is an error)")
-      ->check(CLI::ExistingFile);
+      ->check(non_empty());  // a file that cannot be read is the run's failure (exit 1), said when opened
   cmd->add_option("--output", o->output,
                   "sobel: write the edge frames as .y4m (a run ended by SIGINT or SIGTERM removes the file rather "
                   "than leave it cut off mid-frame)")
