@@ -182,6 +182,9 @@ class Engine {
   void watch(const RequestPtr& device_request);  // register the completion callback once
   // A device command was enqueued: the waits parked on it (park) return to block on it instead.
   bool any_parked() const { return parked_.load() > 0; }
+  // HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE: a local size other than a kernel's reqd_work_group_size is
+  // left to the driver, which refuses the enqueue (what tests of a driver's refusal need).
+  bool unchecked_local_size() const { return unchecked_local_size_; }
   // Whether the calling thread waits by parking in the graph's arena (park()): the one that made the engine.
   bool parks_here() const { return std::this_thread::get_id() == arena_owner_; }
   void wake_parked(Request& wait);
@@ -328,6 +331,7 @@ class Engine {
   std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
   bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)
+  bool unchecked_local_size_ = false;
   // Set once a fault took the context with it; every later request, tile and wait throws DeviceLost.
   std::atomic<bool> lost_{false};
   mutable std::mutex lost_mutex_;

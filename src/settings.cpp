@@ -39,6 +39,9 @@ const std::vector<Setting>& environment_settings() {
        "with it (docs/drivers.md, \"Device faults\")"},
       {"HETFLOW_DEBUG_FAIL_FLUSH", "0 | 1", "0",
        "fault injection for tests: every clFlush reports CL_OUT_OF_RESOURCES (the queues still work)"},
+      {"HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE", "0 | 1", "0",
+       "fault injection for tests: leave a local size other than a kernel's reqd_work_group_size to the driver, "
+       "which refuses the enqueue (a driver's refusal every device gives)"},
       {"HETFLOW_DEBUG_IDLE_FLUSH", "0 | 1", "0",
        "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry and every 8 "
        "commands of a burst, even where the device runs unflushed commands (then both are off: "
@@ -153,6 +156,7 @@ void check_environment() {
   detail::env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   detail::env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
   detail::env_switch("HETFLOW_DEBUG_IDLE_FLUSH");
+  detail::env_switch("HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE");
   detail::env_poll_intervals();
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
@@ -24,6 +25,19 @@ inline bool eventually(const std::function<bool()>& done) {
 inline bool eventually(const std::atomic<bool>& flag) {
   return eventually([&flag] { return flag.load(); });
 }
+
+// An environment variable set for a scope (the engine reads HETFLOW_DEBUG_* when a controller starts).
+struct Env {
+  Env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~Env() { ::unsetenv(name_); }
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+  const char* name_;
+};
+
+// A local size other than a kernel's reqd_work_group_size reaches the driver, which refuses the
+// enqueue: the one driver failure every device gives, for tests of how failures are reported.
+inline Env driver_sees_wrong_local_sizes() { return Env("HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE", "1"); }
 
 inline hetflow::ControllerOptions options(hetflow::Policy p, unsigned kernel_queues = 1) {
   hetflow::ControllerOptions o;

@@ -2,8 +2,6 @@
 // then on the default device with callbacks that bring no news (HETFLOW_DEBUG_DROP_CALLBACKS, as
 // NVIDIA's, which come milliseconds after their command was seen ended): the engine stops
 // registering them, and what waits on device commands still runs, faults included.
-#include <spdlog/sinks/ostream_sink.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -12,47 +10,13 @@
 
 #include "callback_worth.hpp"
 #include "log.hpp"
+#include "log_capture.hpp"
 #include "support.hpp"
 
 using namespace hetflow;
 using hetflow::detail::CallbackWorth;
-
-namespace {
-
-// The library's debug lines while it lives (and only then at debug level).
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)), before_(log().level()) {
-    for (auto& s : log().sinks()) s->set_level(before_);  // stderr stays as it was
-    log().sinks().push_back(sink_);
-    log().set_level(spdlog::level::debug);
-  }
-  ~LogCapture() {
-    log().set_level(before_);
-    auto& sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    for (auto& s : sinks) s->set_level(spdlog::level::trace);  // the logger's level decides again
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::string text() {
-    log().flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum before_;
-};
-
-struct Env {
-  const char* name;
-  Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
-  ~Env() { ::unsetenv(name); }
-};
-
-}  // namespace
+using test::Env;
+using test::LogCapture;
 
 TEST_CASE("callbacks stay registered until the first 64 are judged, and stop only if nearly all came late") {
   SUBCASE("all late: stop at the 64th") {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "log_capture.hpp"
 #include "support.hpp"
 
 using namespace hetflow;
@@ -21,8 +22,8 @@ namespace {
 const Policy policies[] = {Policy::async, Policy::sync};
 
 // Later work still runs and gives the right answer.
-// A kernel whose work-group size is fixed at 8, so a launch with another one reaches the driver
-// (hetflow's own checks pass it) and is refused there: a driver failure on every device.
+// A kernel whose work-group size is fixed at 8, so a launch with another one, let through by
+// test::driver_sees_wrong_local_sizes(), is refused by the driver: a failure every device gives.
 Kernel needs_8_kernel(Controller& c) {
   return c.kernel_from_source(
       "kernel __attribute__((reqd_work_group_size(8, 1, 1)))"
@@ -97,6 +98,12 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
     auto ints = c.tile<int>(64, "ints");
     check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 2); },
                       {"argument 4", "'float k'", "takes float, got int", "float(value)"});
+    // The conversion named is to the C++ type (cl_platform.h's), not OpenCL C's.
+    auto scale2 =
+        c.kernel_from_source("kernel void scale2(global float2* x, float2 k) { x[get_global_id(0)] *= k; }", "scale2");
+    auto pairs = c.tile<cl_float2>(64, "pairs");
+    check_usage_error([&] { c.launch(scale2, Range(64), io(pairs), 2.0); },
+                      {"argument 1", "takes float2, got double", "(convert it: cl_float2(value))"});
     check_usage_error([&] { c.launch(mix, Range(64), in(ints), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "points to float elements", "tile 'ints' holds int"});
     // A scalar's signedness alone is let through: it is converted, as C would, keeping its value.
@@ -152,7 +159,14 @@ TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use a
     check_usage_error([&] { c.move_to(t.region(Box{{0, 0, 0}, {0, 1, 1}})); }, {"empty"});
     // The dimension that is wrong is shown, even one the tile does not have.
     auto line = c.tile<float>(1000, "line");
-    check_usage_error([&] { c.move_to(line.rows(1, 1)); }, {"region [0:1000, 1:2) is out of the bounds", "([0:1000))"});
+    check_usage_error(
+        [&] {
+          c.move_to(line.region(Box{{0, 1, 0}, {1000, 1, 1}}));
+        },
+        {"region [0:1000, 1:2) is out of the bounds", "([0:1000))"});
+    // rows() of a 1-D tile is refused at once, even rows(0, 1), which would have meant the whole tile.
+    check_usage_error([&] { (void)line.rows(0, 1); }, {"tile 'line' is 1-D", "rows(0, 1) is for a 2-D or 3-D tile",
+                                                       "region(Box{{0, 0, 0}, {1, 1, 1}})"});
     check_usage_error(
         [&] {
           c.move_to(t.region(Box{{0, 0, 1}, {8, 8, 1}}));
@@ -412,6 +426,7 @@ TEST_CASE("a failed write overwritten in part: a reader of the overwritten part 
 }
 
 TEST_CASE("a refused launch cancels what reads its output and no later transfer or overwrite of its tiles") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   // Refused by the driver: it never ran. move_to(x) overwrites the device image it read (WAR),
   // move_to(y) the one it wrote (WAW); a launch reading y in between reads its output.
   for (Policy p : policies) {
@@ -485,6 +500,7 @@ TEST_CASE("a cancellation names the failure behind it, and its tile is used agai
 }
 
 TEST_CASE("an OpenCL failure fails the request, cancels its dependants, and the next wait names it") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));
@@ -555,7 +571,32 @@ TEST_CASE("a host task that throws fails, its dependants are cancelled, and the 
   }
 }
 
+// A failure is the program's to handle: a wait that reports it says all there is, and at the
+// default level (warn) the library adds nothing to stderr. One that no wait took is not lost: the
+// controller logs it as an error when it ends.
+TEST_CASE("a failure a wait reported logs no warning, one no wait took is logged when the controller ends") {
+  test::LogCapture captured(spdlog::level::warn);
+  {
+    Controller c(test::options(Policy::async));
+    auto x = c.tile<float>(64, "x"), y = c.tile<float>(64, "y");
+    c.host_task(
+        "handled", [] { throw std::runtime_error("caught by the program"); }, out(x));
+    CHECK_THROWS_AS(c.wait(x), RequestFailed);
+    check_still_works(c);
+    CHECK(captured.text().empty());
+    c.host_task(
+        "never waited for", [] { throw std::runtime_error("nobody asked"); }, out(y));
+  }  // the controller's end waits for it
+  const std::string logged = captured.text();
+  INFO(logged);
+  CHECK(logged.find("handled") == std::string::npos);
+  CHECK(logged.find("controller ended with failed requests no wait reported") != std::string::npos);
+  CHECK(logged.find("'never waited for'") != std::string::npos);
+  CHECK(logged.find("nobody asked") != std::string::npos);
+}
+
 TEST_CASE("each wait(t) reports the failures of its own tile, whichever is waited for first") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   Controller c(test::options(Policy::async));
   auto scale = c.kernel("hetflow_test.cl", "scale_in_place");
   auto x = c.tile<float>(64, "x"), y = c.tile<float>(64, "y");
@@ -772,6 +813,7 @@ TEST_CASE("sizes that overflow are UsageErrors naming the numbers: extents of ev
 // the long kernel's access (the refused launch's write covers it), so a wait that returned as soon
 // as the refusal was known would let the next move_from read b while the long kernel still wrote it.
 TEST_CASE("a refused launch ends after the commands it depends on, so a wait on its tile covers them") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));
@@ -815,7 +857,8 @@ TEST_CASE("a local size or offset with more dimensions than the range is a Usage
   }
 }
 
-TEST_CASE("a kernel that declares reqd_work_group_size, launched with no local size, is a UsageError naming it") {
+TEST_CASE(
+    "a kernel that declares reqd_work_group_size, launched with no local size or another, is a UsageError naming it") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));
     Controller c(test::options(p));
@@ -832,6 +875,13 @@ TEST_CASE("a kernel that declares reqd_work_group_size, launched with no local s
     check_usage_error(
         [&] { c.launch(k, Range(64), io(x), 64, 2.0f); },
         {"needs_16", "requires work-groups of (16)", "reqd_work_group_size", "no local size", ".local(16)"});
+    // Another size likewise (tester 7: accepted, then the wait said CL_INVALID_WORK_GROUP_SIZE).
+    check_usage_error([&] { c.launch(k, Range(64).local(32), io(x), 64, 2.0f); },
+                      {"needs_16", "requires work-groups of (16) (reqd_work_group_size), got .local(32)",
+                       "give Range(...).local(16)"});
+    auto plane = c.tile<float>(Extent(16, 4), "plane");
+    check_usage_error([&] { c.launch(k, Range(16, 4).local(16, 2), io(plane), 64, 2.0f); },
+                      {"got .local(16, 2)", ".local(16)"});
     test::fill(x, 1.0f);
     c.move_to(x);
     c.launch(k, Range(64).local(16), io(x), 64, 2.0f);

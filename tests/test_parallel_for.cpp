@@ -679,6 +679,7 @@ TEST_CASE("a device chunk that launches nothing is refused on the one device too
 // chunk's writes let the call return as if all went well, and its failure came out of the next
 // wait_all().
 TEST_CASE("a device chunk whose body's scratch launch the driver refuses fails the call, naming the chunk") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   for (Policy policy : {Policy::async, Policy::sync})
     for (bool with_cpu : {false, true}) {
       CAPTURE(policy);
@@ -719,6 +720,7 @@ TEST_CASE("a device chunk whose body's scratch launch the driver refuses fails t
 // The chunk named first is the one whose own work failed, and its cause said so in the words of a
 // chunk cancelled by another's failure: "request #2 'strict' that it depends on failed".
 TEST_CASE("a device chunk whose own kernel the driver refuses is named with that kernel and the driver's reason") {
+  const auto driver_refuses = test::driver_sees_wrong_local_sizes();  // a wrong local size reaches the driver
   for (Policy policy : {Policy::async, Policy::sync}) {
     CAPTURE(policy);
     Controller c(test::options(policy));

@@ -9,14 +9,7 @@
 #include "support.hpp"
 
 using namespace hetflow;
-
-namespace {
-struct Env {
-  Env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~Env() { ::unsetenv(name_); }
-  const char* name_;
-};
-}  // namespace
+using test::Env;
 
 TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") {
   const std::pair<const char*, const char*> cases[] = {{"HETFLOW_POLICY", "fast"},
@@ -32,6 +25,7 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_DEBUG_STEPS_ON_WORKERS", "true"},
                                                        {"HETFLOW_DEBUG_FAIL_FLUSH", "yes"},
                                                        {"HETFLOW_DEBUG_IDLE_FLUSH", "on"},
+                                                       {"HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE", "yes"},
                                                        {"HETFLOW_DEBUG_POLL_US", "100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "200,100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "0,100"},

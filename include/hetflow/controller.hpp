@@ -134,9 +134,9 @@ class Controller {
   // and out(a), disjoint or not). Checked here (UsageError): the arguments against the kernel's
   // parameters (a tile's element type against the pointer's: size, kind and signedness; a scalar's
   // size and kind), the range (a local size or offset beyond its dimensions), local memory and
-  // work-group sizes against the device's limits, and a local size given at all where the kernel
-  // declares reqd_work_group_size. What the driver refuses fails the request, reported by a later
-  // wait — a local size other than the kernel's reqd_work_group_size, say.
+  // work-group sizes against the device's limits, and, for a kernel that declares
+  // reqd_work_group_size, a local size missing or other than that one. What the driver refuses
+  // still fails the request, reported by a later wait (RequestFailed naming the OpenCL error).
   template <class... Args>
   void launch(const Kernel& kernel, const Range& range, Args&&... args) {
     submit_launch(kernel, range, {detail::to_kernel_arg(std::forward<Args>(args))...});

@@ -5,7 +5,8 @@
 namespace hetflow {
 
 // The NDRange of a launch: Range(w, h).local(16, 16).offset(x0, y0). Without local(), the driver
-// picks the work-group size (a launch of a kernel that declares reqd_work_group_size must give it).
+// picks the work-group size (a launch of a kernel that declares reqd_work_group_size must give that
+// one: another, or none, is a UsageError at the launch).
 // local() and offset() take no more dimensions than the range has: a launch of Range(128).local(16, 2)
 // is a UsageError naming both, since OpenCL would drop the 2 (sizes of 1 and offsets of 0 beyond the
 // range's dimensions are what they would be anyway, and pass).

@@ -123,7 +123,9 @@ class Tile {
   }
 
   TileRegion<T> region(const Box& box) const;
-  TileRegion<T> rows(std::size_t first, std::size_t count) const;  // rows [first, first+count) of a 2-D tile
+  // Rows [first, first+count) of a 2-D tile (of every plane, of a 3-D one). UsageError for a 1-D
+  // tile, which has one row: its parts are region(Box{{first, 0, 0}, {count, 1, 1}}).
+  TileRegion<T> rows(std::size_t first, std::size_t count) const;
 
   const std::shared_ptr<detail::TileState>& shared_state() const { return state_; }
   explicit operator bool() const { return state_ != nullptr; }
@@ -161,6 +163,10 @@ TileRegion<T> Tile<T>::region(const Box& box) const {
 template <class T>
 TileRegion<T> Tile<T>::rows(std::size_t first, std::size_t count) const {
   const auto& e = extent();
+  if (dims() == 1)
+    throw UsageError("tile '" + name() + "' is 1-D: rows(" + std::to_string(first) + ", " + std::to_string(count) +
+                     ") is for a 2-D or 3-D tile; a part of a 1-D one is region(Box{{" + std::to_string(first) +
+                     ", 0, 0}, {" + std::to_string(count) + ", 1, 1}})");
   return TileRegion<T>(*this, Box{{0, first, 0}, {e.x, count, e.z}});
 }
 
