@@ -47,8 +47,10 @@ struct Message {
   std::string error;      // why it failed; empty while it did not
   // The failed and cancelled requests made for this message, taken from the controller when a node saw
   // the failure, so its tiles are usable by the next message at once (a wait no longer reports them).
+  // Requests only: a node's own throw (a host_node body, a roles function, a launch refused at its
+  // submission) is no request, so it is in `error` and `exception`, and `failures` may be empty.
   std::vector<FailedRequest> failures;
-  std::exception_ptr exception;  // what a host_node body threw, as thrown
+  std::exception_ptr exception;  // what a node's body or roles function threw, as thrown
   bool failed() const { return !error.empty(); }
   // For messages reused from a pool: forget the last trip's failure (the tiles stay).
   void clear_failure() {
