@@ -87,6 +87,11 @@ std::size_t round_up_64(std::size_t n, std::size_t cap) {
   return std::max<std::size_t>(1, std::min(up, cap));
 }
 
+std::size_t round_planned(std::size_t n, std::size_t cap) {
+  const std::size_t step = std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(n / 64, 1)), 64, 4096);
+  return std::max<std::size_t>(1, std::min((n + step / 2) / step * step, cap));
+}
+
 std::size_t round_up_coarse(std::size_t n) {
   const std::size_t step = std::max<std::size_t>(64, std::bit_floor(n) / 4);
   return (n + step - 1) / step * step;
@@ -570,7 +575,11 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     if (!cpu_would_join && soonest <= (1 - kLeastCutGain) * end(chunks)) chunks = cut;
   }
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
-  std::size_t chunk = round_up_64(front_within(remaining, x / chunks, true), remaining);
+  // Beside the CPU only, rounded so that shares a few iterations apart are one size (the CPU takes
+  // what that leaves); beside other devices, to 64 only: a coarser grain upset their balance (two
+  // GPUs the loop does not fill, simulated: one took every call).
+  const std::size_t share = front_within(remaining, x / chunks, true);
+  std::size_t chunk = other_devices ? round_up_64(share, remaining) : round_planned(share, remaining);
   // Alone, its pieces end with nobody's: their sizes come from a coarse set (four per octave), so
   // that the next call repeats them instead of sizes a few iterations apart. A driver that builds
   // a kernel for each new work-group size (PoCL: 50 ms a size, its local size chosen from the

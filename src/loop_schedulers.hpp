@@ -130,6 +130,12 @@ class LoopScheduler {
 // Chunks rounded up to a multiple of 64 (work-group friendly); an exact multiple stays as it is
 // (the original code added 64 to those too), and nothing exceeds `cap`.
 std::size_t round_up_64(std::size_t n, std::size_t cap);
+// A planned device chunk: to the nearest multiple of 64 to 4096 iterations, 1/64 of it at most, and
+// nothing beyond `cap` (nearest, not up: the CPU's share, rounded away call after call, was learned
+// more slowly). Shares that differ by a few iterations call after call become one size: a driver
+// that builds a kernel per work-group size, chosen from the global size (PoCL: the largest divisor
+// up to 4096), builds it once for every chunk of a multiple of 4096 that fills its cores.
+std::size_t round_planned(std::size_t n, std::size_t cap);
 // Up to a multiple of a quarter of its highest power of two (64 at least): four sizes per octave.
 std::size_t round_up_coarse(std::size_t n);
 

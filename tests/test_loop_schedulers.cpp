@@ -213,6 +213,32 @@ TEST_CASE("a lone device settles: after its first call LogFit hands it the same 
   }
 }
 
+// Beside the CPU the device's share moves by a few iterations every call with the CPU's measured
+// speed, and each new size cost PoCL a kernel build (1M iterations with a CPU body, on the default
+// device: every call 85 ms, of which the kernel 23). Its planned chunks are rounded to a grain of
+// up to 4096 iterations, so a share that barely moved is the same size.
+TEST_CASE("beside the CPU, a device's planned chunks keep their size while the share barely moves") {
+  Machine m;
+  m.workers = 4;
+  m.devices = {SimDevice(saturating(4e7, 4096), 20e-6, 50e-6)};
+  const std::size_t n = 4'000'000;
+  ChunkSizes lf(m.workers);
+  double last = 0;
+  std::vector<std::size_t> later;
+  for (int call = 0; call < 14; ++call) {
+    m.cpu_rate = 1e6 * (1 + 0.01 * double(call % 3));  // the CPU's speed as measured, within 2 %
+    lf.sizes.clear();
+    const Outcome o = simulate(lf, m, n, last);
+    CHECK(each_once(o));
+    last = o.end();
+    if (call >= 4) later.insert(later.end(), lf.sizes.begin(), lf.sizes.end());
+  }
+  std::sort(later.begin(), later.end());
+  const auto distinct = std::size_t(std::unique(later.begin(), later.end()) - later.begin());
+  MESSAGE(distinct << " device chunk sizes over calls 5-14, " << lf.decisions());
+  CHECK(distinct <= 3);
+}
+
 TEST_CASE("LogFit explores again when the device's behaviour changes") {
   Machine m;
   m.workers = 8;
