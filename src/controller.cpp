@@ -75,7 +75,9 @@ const char* kind_mismatch(const ClType& w, const char* given, bool signedness = 
   if (!given) return nullptr;
   const ClType g = cl_type(given);
   if (!w.kind || !g.kind) return nullptr;
-  if (w.kind == g.kind && w.lanes == g.lanes && (!signedness || w.is_unsigned == g.is_unsigned)) return nullptr;
+  // cl_platform.h's 3-vectors are its 4-vectors (cl_float3 is cl_float4): a float3 takes either.
+  const bool same_lanes = w.lanes == g.lanes || (w.lanes == 3 && g.lanes == 4);
+  if (w.kind == g.kind && same_lanes && (!signedness || w.is_unsigned == g.is_unsigned)) return nullptr;
   return given;
 }
 
@@ -320,12 +322,17 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
                      " elements, tile '" + a.tile->name + "' holds " + held);
 }
 
-// The C++ type a program converts to for an OpenCL C scalar or vector type: OpenCL C's own names
-// (uint, float2) are not C++ types, and cl_platform.h's are (cl_uint, cl_float2).
-std::string host_type_name(std::string_view cl_name) {
+// How a program makes a value of an OpenCL C scalar or vector type, in C++: OpenCL C's own names
+// (uint, float2) are not C++ types, cl_platform.h's are (cl_uint, cl_float2), and its vectors are
+// unions, built with braces (cl_float2(1.0) does not compile).
+std::string conversion_hint(std::string_view cl_name) {
+  const ClType t = cl_type(cl_name);
+  std::string host = "cl_" + std::string(cl_name);
   for (std::string_view same : {"float", "double", "int", "short", "char"})
-    if (cl_name == same) return std::string(cl_name);
-  return "cl_" + std::string(cl_name);
+    if (cl_name == same) host = std::string(cl_name);
+  if (t.lanes == 1) return host + "(value)";
+  static const char* const lanes[] = {"", "", "{{x, y}}", "{{x, y, z}}", "{{x, y, z, w}}"};
+  return host + (t.lanes <= 4 ? lanes[t.lanes] : "{{...}} (" + std::to_string(t.lanes) + " values)");
 }
 
 template <class What>
@@ -337,11 +344,14 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
   const ClType wanted = cl_type(info.type_name);
   const std::size_t expected = byte_size(wanted);
   if (expected && expected != s.size)
-    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + std::to_string(expected) +
-                     " bytes, got a " + std::to_string(s.size) + "-byte value");
+    throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + " (" +
+                     std::to_string(expected) + " bytes), got " +
+                     (s.type ? std::string(s.type) + " (" + std::to_string(s.size) + " bytes)"
+                             : "a " + std::to_string(s.size) + "-byte value") +
+                     " (convert it: " + conversion_hint(info.type_name) + ")");
   if (const char* given = kind_mismatch(wanted, s.type))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
-                     std::string(given) + " (convert it: " + host_type_name(info.type_name) + "(value))");
+                     std::string(given) + " (convert it: " + conversion_hint(info.type_name) + ")");
 }
 
 // Checks every argument against its parameter, in order; returns the tiles among them, the launch's accesses.

@@ -89,7 +89,7 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
     check_usage_error([&] { c.launch(mix, Range(64), in(a), 5, out(o), 64, 1.0f); },
                       {"argument 1", "y", "got a scalar"});
     check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 1.0); },
-                      {"argument 4", "float", "takes 4 bytes", "8-byte"});
+                      {"argument 4", "takes float (4 bytes), got double (8 bytes)", "(convert it: float(value))"});
     check_usage_error([&] { c.launch(mix, Range(64), in(d), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "4-byte elements", "tile 'd'", "8-byte"});
     check_usage_error([&] { c.launch(mix, Range(64), local_mem<float>(4), in(b), out(o), 64, 1.0f); },
@@ -103,7 +103,31 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
         c.kernel_from_source("kernel void scale2(global float2* x, float2 k) { x[get_global_id(0)] *= k; }", "scale2");
     auto pairs = c.tile<cl_float2>(64, "pairs");
     check_usage_error([&] { c.launch(scale2, Range(64), io(pairs), 2.0); },
-                      {"argument 1", "takes float2, got double", "(convert it: cl_float2(value))"});
+                      {"argument 1", "takes float2, got double", "(convert it: cl_float2{{x, y}})"});
+    // A vector of another kind is caught as a scalar is (its bits would be read as floats).
+    check_usage_error(
+        [&] {
+          c.launch(scale2, Range(64), io(pairs), cl_int2{{1, 2}});
+        },
+        {"argument 1", "takes float2, got int2", "cl_float2{{x, y}}"});
+    check_usage_error([&] { c.launch(scale2, Range(64), io(pairs), 2.0f); },
+                      {"takes float2 (8 bytes), got float (4 bytes)", "cl_float2{{x, y}}"});
+    c.launch(scale2, Range(64), io(pairs), cl_float2{{1.0f, 2.0f}});
+    auto ints2 = c.tile<cl_int2>(4, "ints2");
+    check_usage_error(
+        [&] {
+          c.launch(scale2, Range(4), io(ints2), cl_float2{{1.0f, 2.0f}});
+        },
+        {"argument 0", "points to float2 elements", "tile 'ints2' holds int2"});
+    auto wide = c.kernel_from_source("kernel void wide(global ulong* x, ulong k) { x[get_global_id(0)] = k; }", "wide");
+    auto longs = c.tile<cl_ulong>(64, "longs");
+    check_usage_error([&] { c.launch(wide, Range(64), out(longs), 1); },
+                      {"takes ulong (8 bytes), got int (4 bytes)", "(convert it: cl_ulong(value))"});
+    // cl_float3 is cl_float4's type: a float3 takes it.
+    auto thirds =
+        c.kernel_from_source("kernel void thirds(global float3* x, float3 k) { x[get_global_id(0)] = k; }", "thirds");
+    auto points = c.tile<cl_float3>(4, "points");
+    c.launch(thirds, Range(4), out(points), cl_float3{{1.0f, 2.0f, 3.0f}});
     check_usage_error([&] { c.launch(mix, Range(64), in(ints), in(b), out(o), 64, 1.0f); },
                       {"argument 0", "points to float elements", "tile 'ints' holds int"});
     // A scalar's signedness alone is let through: it is converted, as C would, keeping its value.

@@ -118,6 +118,66 @@ TEST_CASE("a loop kept across calls: each call covers its range, on the CPU only
   }
 }
 
+// In place: a chunk reads what it writes (io()), and nothing in LoopBody::reads holds it. The device
+// chunk's region goes over with it: before, every device iteration computed on a stale device image
+// (tester 8: all of static:1's iterations wrong, silently), over one device or two.
+TEST_CASE("an in-place loop (io() writes, no reads) computes every side's iterations from the host images") {
+  constexpr std::size_t n = 20'000;
+  for (Policy p : {Policy::async, Policy::sync})
+    for (int devices : {1, 2})
+      for (const char* scheduler : {"static:1", "logfit", "dynamic:3000", "static:0.5"}) {
+        if (devices == 2 && p == Policy::sync) continue;  // several devices need async (a UsageError)
+        CAPTURE(test::policy_name(p));
+        CAPTURE(devices);
+        CAPTURE(scheduler);
+        Controller c(test::options(p));
+        std::optional<Controller> other;
+        if (devices == 2) other.emplace(test::options(p));
+        auto y = c.tile<float>(n, "y");
+        test::fill(y, 1.0f);
+        Kernel twice = c.kernel_from_source(
+            "kernel void twice(global float* y, ulong end) { size_t i = get_global_id(0); if (i < end) y[i] *= 2.0f; }",
+            "twice");
+        LoopBody body;
+        body.cpu = [&](Chunk ch) {
+          for (auto i = ch.begin; i < ch.end; ++i) y[i] *= 2.0f;
+        };
+        body.device = [&](Controller& ctl, Chunk ch) {
+          ctl.launch(twice, Range(ch.size()).offset(ch.begin), io(y.region(span_of(ch))), cl_ulong(ch.end));
+        };
+        body.writes = [&](Chunk ch) { return std::vector{io(y.region(span_of(ch)))}; };
+        std::string spec = scheduler;
+        if (devices == 2 && spec == "static:1") spec = "static:0.5,0.5";
+        if (devices == 2 && spec == "static:0.5") spec = "static:0.25,0.25";
+        std::vector<Controller*> sides{&c};
+        if (other) sides.push_back(&*other);
+        HeteroLoop loop(sides, body, {.scheduler = spec});
+        for (int call = 1; call <= 3; ++call) {
+          CAPTURE(call);
+          const auto report = loop(n);
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < n; ++i) wrong += y[i] != float(1 << call);
+          CHECK(wrong == 0);
+          std::size_t on_devices = 0;
+          for (std::size_t s = 1; s < report.sides.size(); ++s) on_devices += report.sides[s].iterations;
+          if (spec.rfind("static", 0) == 0) CHECK(on_devices > 0);
+        }
+      }
+}
+
+// rows_of and Tile::rows name the same rows: of a 3-D tile, on every plane (rows_of covered plane 0
+// only, and a loop writing every plane lost the others' results, tester 8).
+TEST_CASE("rows_of is Tile::rows' box: every plane of a 3-D tile, a UsageError for a 1-D one") {
+  Controller c(test::options(Policy::async));
+  auto cube = c.tile<float>(Extent(8, 16, 4), "cube");
+  auto plane = c.tile<float>(Extent(8, 16), "plane");
+  auto line = c.tile<float>(64, "line");
+  CHECK(rows_of(cube, Chunk{2, 5}) == Box{{0, 2, 0}, {8, 3, 4}});
+  CHECK(rows_of(plane, Chunk{2, 5}) == Box{{0, 2, 0}, {8, 3, 1}});
+  CHECK(rows_of(cube, Chunk{2, 5}) == cube.rows(2, 3).box());
+  CHECK_THROWS_AS((void)rows_of(line, Chunk{0, 1}), UsageError);
+}
+
 TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler") {
   // Half an even share of the rest per chunk (LoopScheduler::cpu_only_chunk): about
   // 2 x workers x ln(n) chunks. LogFit used to wait for a device that never asks, in 64-iteration

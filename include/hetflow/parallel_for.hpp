@@ -64,11 +64,12 @@ struct Chunk {
   std::size_t size() const { return end - begin; }
 };
 
-// The box of elements [c.begin, c.end) of a 1-D tile, and of rows [c.begin, c.end) of a 2-D one.
+// The box of elements [c.begin, c.end) of a 1-D tile, and of rows [c.begin, c.end) of a 2-D one
+// (of every plane, of a 3-D one: as t.rows(c.begin, c.size()), whose box it is).
 inline Box span_of(Chunk c) { return Box{{c.begin, 0, 0}, {c.size(), 1, 1}}; }
 template <class T>
 Box rows_of(const Tile<T>& t, Chunk c) {
-  return Box{{0, c.begin, 0}, {t.extent().x, c.size(), 1}};
+  return t.rows(c.begin, c.size()).box();
 }
 
 // What one loop does, and to which tiles.

@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <hetflow/box.hpp>
@@ -16,11 +17,43 @@ class Controller;
 
 namespace detail {
 
+template <class T>
+constexpr const char* cl_type_name();
+
+// cl_platform.h's vector types (cl_float2, cl_int4, ...) are unions whose `s` member is their lanes:
+// "float2", "int4" (cl_float3 is cl_float4's type, so it is named "float4").
+template <class U>
+concept ClVector = std::is_union_v<U> && requires(U u) {
+  u.s[0];
+};
+
+template <ClVector U>
+constexpr const char* cl_vector_name() {
+  using Lane = std::remove_all_extents_t<decltype(U::s)>;
+  constexpr std::size_t lanes = std::extent_v<decltype(U::s)>;
+  constexpr const char* lane = cl_type_name<Lane>();
+  constexpr const char* names[][5] = {
+      {"char2", "char3", "char4", "char8", "char16"},      {"uchar2", "uchar3", "uchar4", "uchar8", "uchar16"},
+      {"short2", "short3", "short4", "short8", "short16"}, {"ushort2", "ushort3", "ushort4", "ushort8", "ushort16"},
+      {"int2", "int3", "int4", "int8", "int16"},           {"uint2", "uint3", "uint4", "uint8", "uint16"},
+      {"long2", "long3", "long4", "long8", "long16"},      {"ulong2", "ulong3", "ulong4", "ulong8", "ulong16"},
+      {"float2", "float3", "float4", "float8", "float16"}, {"double2", "double3", "double4", "double8", "double16"}};
+  constexpr const char* lane_names[] = {"char", "uchar", "short", "ushort", "int",
+                                        "uint", "long",  "ulong", "float",  "double"};
+  constexpr int width = lanes == 2 ? 0 : lanes == 3 ? 1 : lanes == 4 ? 2 : lanes == 8 ? 3 : lanes == 16 ? 4 : -1;
+  if (!lane || width < 0) return nullptr;
+  for (std::size_t k = 0; k < 10; ++k)
+    if (std::string_view(lane_names[k]) == lane) return names[k][width];
+  return nullptr;
+}
+
 // The OpenCL C name of an element type, used to check a tile against a kernel's pointer argument.
 template <class T>
 constexpr const char* cl_type_name() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>)
+  if constexpr (ClVector<U>)
+    return cl_vector_name<U>();
+  else if constexpr (std::is_same_v<U, float>)
     return "float";
   else if constexpr (std::is_same_v<U, double>)
     return "double";
