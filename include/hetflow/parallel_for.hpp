@@ -15,8 +15,9 @@
 //
 //   hetflow::LoopBody body;
 //   body.cpu = [&](hetflow::Chunk c) { for (auto i = c.begin; i < c.end; ++i) y[i] = f(x[i]); };
-//   body.device = [&](hetflow::Controller& ctl, hetflow::Chunk c) {
-//     ctl.launch(k, hetflow::Range(c.size()).offset(c.begin), in(x), out(y.region(hetflow::span_of(c))), int(c.end));
+//   body.device = [&](hetflow::Controller& ctl, hetflow::Chunk c) {  // k guards its end: if (i < end)
+//     ctl.launch(k, hetflow::Range((c.size() + 63) / 64 * 64).offset(c.begin).local(64),
+//                in(x), out(y.region(hetflow::span_of(c))), cl_ulong(c.end));
 //     };
 //   body.reads = {in(x)};
 //   body.writes = [&](hetflow::Chunk c) { return std::vector{out(y.region(hetflow::span_of(c)))}; };
