@@ -231,7 +231,7 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
     if (dev.phase != Phase::exploration && dev.judged_slow + dev.judged_good > 0)
       dev.worse_calls = dev.judged_slow > dev.judged_good ? dev.worse_calls + 1 : 0;
     dev.judged_good = dev.judged_slow = 0;
-    // Not a lone device (no CPU body, no other device): it takes every iteration whatever its
+    // Never a lone device (no CPU body, no other device): it takes every iteration whatever its
     // speed, and exploring again only cost it a call of small chunks (PoCL, 1M iterations: a 1 ms
     // call took 51, each new chunk size a kernel build, after two calls slowed by the machine).
     if (dev.worse_calls >= 2 && !cpu_runs() && devices_ == 1) dev.worse_calls = 0;
@@ -577,9 +577,12 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
   // Beside the CPU only, rounded so that shares a few iterations apart are one size (the CPU takes
   // what that leaves); beside other devices, to 64 only: a coarser grain upset their balance (two
-  // GPUs the loop does not fill, simulated: one took every call).
+  // GPUs the loop does not fill, simulated: one took every call). All that is left stays all of it:
+  // rounded, a lone device left itself a tail of a few hundred iterations, a chunk more each call.
   const std::size_t share = front_within(remaining, x / chunks, true);
-  std::size_t chunk = other_devices ? round_up_64(share, remaining) : round_planned(share, remaining);
+  std::size_t chunk = share >= remaining ? remaining
+                      : other_devices    ? round_up_64(share, remaining)
+                                         : round_planned(share, remaining);
   // Alone, its pieces end with nobody's: their sizes come from a coarse set (four per octave), so
   // that the next call repeats them instead of sizes a few iterations apart. A driver that builds
   // a kernel for each new work-group size (PoCL: 50 ms a size, its local size chosen from the
