@@ -473,10 +473,14 @@ void LoopState::next_cpu() {
   }
 }
 
-bool LoopState::moved_with_reads(const Access& w) const {
+bool LoopState::read_before_device_chunk(const Access& w) const {
+  // An io() write is read first: its region goes over with the chunk, unless the call's reads
+  // already moved it (tester 8: an in-place loop with no reads computed every device iteration on
+  // a stale device image, silently).
+  if (w.role != Role::io || w.tile->device_only) return false;
   for (const auto& r : body_.reads)
-    if (r.tile == w.tile && r.box.contains(w.box)) return true;
-  return false;
+    if (r.tile == w.tile && r.box.contains(w.box)) return false;
+  return true;
 }
 
 void LoopState::next_device(unsigned d) {
@@ -505,12 +509,8 @@ void LoopState::next_device(unsigned d) {
   bool kernels_hooked = false;      // its kernels' hook is submitted: it carries the token on
   std::function<void()> back_half;  // while the hook on its transfers back is being submitted
   try {
-    // An io() write is read first: its region goes over with the chunk, unless the call's reads
-    // already moved it (tester 8: an in-place loop with no reads computed every device iteration on
-    // a stale device image, silently).
-    std::vector<bool> read_first(writes.size());
-    for (std::size_t i = 0; i < writes.size(); ++i)
-      read_first[i] = writes[i].role == Role::io && !writes[i].tile->device_only && !moved_with_reads(writes[i]);
+    std::vector<bool> read_first(writes.size());  // judged on the home tiles, before translation
+    for (std::size_t i = 0; i < writes.size(); ++i) read_first[i] = read_before_device_chunk(writes[i]);
     // Before the body runs: its launches may use only tiles the device already has (DeviceView).
     if (view)
       for (auto& w : writes) w = view->own(w);
@@ -667,9 +667,8 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   std::vector<Access> launched;  // what its launches write
   std::exception_ptr refusal;
   try {
-    for (const auto& w : writes)  // an io() write is read first (next_device)
-      if (w.role == Role::io && !w.tile->device_only && !moved_with_reads(w))
-        c_.submit_transfer(true, Access{w.tile, w.box, Role::in});
+    for (const auto& w : writes)
+      if (read_before_device_chunk(w)) c_.submit_transfer(true, Access{w.tile, w.box, Role::in});
     {
       CommandsOf collecting(&kernels, nullptr, &launched);
       body_.device(c_, chunk);

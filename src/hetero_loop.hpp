@@ -123,8 +123,9 @@ class LoopState {
   // Appends body_.writes(chunk) to `to`; what it threw, if it did. Such a chunk is refused, and not
   // the hook that asked for it: the chunk taken, never ended, held the call for ever.
   std::exception_ptr chunk_writes(Chunk chunk, std::vector<Access>& to) const;
-  // Whether the call's reads (LoopBody::reads, moved at its start) hold a write's region.
-  bool moved_with_reads(const Access& w) const;
+  // Whether a device chunk's write must go to the device before it: an io() region of a tile with
+  // a host image that the call's reads (LoopBody::reads, moved at its start) do not hold.
+  bool read_before_device_chunk(const Access& w) const;
   // A device chunk's kernels and transfers back, until the transfers' hook runs.
   void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
