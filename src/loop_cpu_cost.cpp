@@ -6,11 +6,10 @@ namespace hetflow::detail {
 
 void CpuCostProfile::restart(std::size_t n) {
   n_ = n;
-  costliest_ = 0;  // halving keeps each bin's cost: recomputed, so one bin's old outlier fades
-  for (std::size_t b = 0; b < kBins; ++b) {
-    seconds_[b] *= 0.5, iterations_[b] *= 0.5;
+  ++call_;
+  costliest_ = 0;  // recomputed, so one bin's old outlier fades once the bin is run again
+  for (std::size_t b = 0; b < kBins; ++b)
     if (iterations_[b] > 0) costliest_ = std::max(costliest_, seconds_[b] / iterations_[b]);
-  }
   all_seconds_ *= 0.5, all_iterations_ *= 0.5;
   stale_ = true;
 }
@@ -23,6 +22,10 @@ void CpuCostProfile::record(std::size_t begin, std::size_t iterations, double se
   for (std::size_t i = begin; i < end;) {
     const std::size_t b = bin_of(i), next = std::min(end, bin_begin(b + 1));
     const double in_bin = double(std::max<std::size_t>(1, next - i));
+    if (call_of_bin_[b] != call_) {  // the bin's older calls weigh half against this one
+      call_of_bin_[b] = call_;
+      seconds_[b] *= 0.5, iterations_[b] *= 0.5;
+    }
     seconds_[b] += per * in_bin, iterations_[b] += in_bin;
     costliest_ = std::max(costliest_, seconds_[b] / iterations_[b]);
     i = std::max(next, i + 1);

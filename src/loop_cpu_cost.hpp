@@ -14,8 +14,13 @@
 // empty tail looked as costly as its first rows (~10,000x), so the CPU was never given it and never
 // learned otherwise (one H100, perf/RESULTS.md 2026-11-27 02:36Z). Priced from the bin after it:
 // the CPU's share of a call is the range's tail (the devices take theirs from the front), so what it
-// knows grows from the end towards the front, a few bins a call as the doubling lets it. Older calls
-// weigh half as much at each new call, so the profile follows a loop whose costs drift.
+// knows grows from the end towards the front, a few bins a call as the doubling lets it. In a bin a
+// chunk runs, the older calls weigh half as much as the new one, so the profile follows a loop whose
+// costs drift. A bin no chunk runs keeps its price: halved at every call, the prices of bins the CPU
+// no longer ran leaned, after ten calls, on the mean of all it ran (the mean's quarter iteration
+// outweighed 16 iterations / 2^10), so Mandelbrot's rows through the set looked a tenth of their cost
+// to a plan on one H200 (2026-11-28), which then saw the CPU joining the device's share and stopped
+// cutting it for the transfer back: 3.5 -> 4.0 ms a call from the 11th call.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -64,6 +69,8 @@ class CpuCostProfile {
   const Prices& priced() const;
   std::size_t n_ = 0;
   std::vector<double> seconds_ = std::vector<double>(kBins, 0.0), iterations_ = std::vector<double>(kBins, 0.0);
+  std::vector<std::size_t> call_of_bin_ = std::vector<std::size_t>(kBins, 0);  // the call that last ran it
+  std::size_t call_ = 0;
   double all_seconds_ = 0, all_iterations_ = 0;
   double costliest_ = 0;  // seconds per iteration of the costliest bin covered
   bool guess_;

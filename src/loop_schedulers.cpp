@@ -92,6 +92,13 @@ std::size_t round_planned(std::size_t n, std::size_t cap) {
   return std::max<std::size_t>(1, std::min((n + step / 2) / step * step, cap));
 }
 
+std::size_t probe_rounded(std::size_t n, std::size_t probe) {
+  const std::size_t step = std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(n / 64, 1)), 64, 4096);
+  for (const std::size_t grain : {step, std::size_t(64)})
+    if (n >= grain && n - n / grain * grain <= probe) return n / grain * grain;
+  return n;
+}
+
 std::size_t round_up_coarse(std::size_t n) {
   const std::size_t step = std::max<std::size_t>(64, std::bit_floor(n) / 4);
   return (n + step - 1) / step * step;
@@ -221,6 +228,8 @@ void LogFitScheduler::on_restart(std::size_t iterations, double) {
   n_ = iterations;
   cpu_given_seconds_ = 0;
   cpu_quota_ = 0;
+  cpu_probe_ = 0;
+  cpu_refusals_ = 0;
   for (Device& dev : dev_) {
     // Two calls in a row whose chunks ran mostly under 0.7 of the model: the device's behaviour
     // changed; explore again, from an eighth of the stable chunk (not from the range's 1/1024:
@@ -528,6 +537,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     if (remaining > 2 * probe && x_iterations > remaining - probe) {
       x_iterations = remaining - probe;
       x = front_work(remaining, x_iterations);
+      cpu_probe_ = probe;
     }
   }
   // Nothing, or less than one iteration's work where the range is regular: the others end sooner
@@ -588,6 +598,25 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // a kernel for each new work-group size (PoCL: 50 ms a size, its local size chosen from the
   // global one) then builds them once; a lone device's 1M-iteration loop paid that every few calls.
   if (chunks > 1 && !others_take_part(d)) chunk = std::min(remaining, round_up_coarse(chunk));
+  // The probe stays the CPU's while a worker may still come for it: rounded to the nearest grain, a
+  // share took it back (Mandelbrot 4096² on one H200: the 15-57 rows left of 4096 rounded to all of
+  // them, call after call, and the CPU never ran the bottom rows its profile priced as the costliest
+  // it had seen). Only for a share in one chunk: one in pieces is handed out a piece at a time, and
+  // the workers asking in between take the rest's front, in the device's share (with two device
+  // slots, simulated Barnes-Hut: their chunks there and the probe after them, 26 ms where the
+  // device alone takes 19).
+  if (chunks > 1) cpu_probe_ = 0;
+  if (cpu_probe_ > 0 && cpu_refusals_ < cpu_workers_) {
+    if (remaining <= cpu_probe_) {
+      dev.stopped = true;
+      return 0;
+    }
+    const bool capped = chunk + cpu_probe_ > remaining;
+    if (capped) chunk = probe_rounded(remaining - cpu_probe_, cpu_probe_);
+    // What the share's rounding leaves is the probe too: refused at the profile's prices, it cost
+    // the device one more chunk for a few iterations.
+    if (capped || first) cpu_probe_ = remaining - chunk;
+  }
   dev.in_flight.push_back({chunk, start + front_work(remaining, chunk) / predicted(dev, chunk), dev.in_flight.empty(),
                            first, false, false});
   dev.ran_this_call = true;
@@ -605,7 +634,16 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     exploring = exploring || !planned(dev);
   }
   std::size_t chunk = 0;
-  if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
+  if (cpu_probe_ > 0 && remaining <= cpu_probe_) {
+    // The probe a lone device's share left: each worker runs an even part of its cost at the
+    // profile's prices, whether or not those say it ends in time (refused at guessed prices, the
+    // CPU never ran the tail and never learned them). Even in cost, not in count: R-MAT's rows
+    // differ a thousandfold, and a count's even parts held simulated SpMV calls to twice the best split.
+    // One iteration over the quota: rounded down, N-body's 64 left 15 workers 4 over, and a second
+    // chunk each for 4 of them (simulated, the call 1.66 ms where the device alone takes 1.3).
+    if (cpu_quota_ <= 0) cpu_quota_ = cpu_seconds(remaining, remaining) / double(cpu_workers_);
+    chunk = std::min(remaining, cpu_within(remaining, cpu_quota_ * 1.0001) + 1);
+  } else if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
     // Nothing measured yet: small probes, never more than a fair share.
     chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));
   } else if (exploring) {
@@ -658,7 +696,10 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
   // Not even one iteration ends in time: this worker stops for the call. One iteration handed out
   // anyway was a whole Mandelbrot row through the set, 26 ms on one core, where two GPUs end the
   // call in 2.5 (simulated: 29 workers a row each, the call 30 ms).
-  if (chunk == 0) return 0;
+  if (chunk == 0) {
+    ++cpu_refusals_;
+    return 0;
+  }
   chunk = std::min(chunk, remaining);
   cpu_given_seconds_ += cpu_thr_ > 0 ? cpu_seconds(remaining, chunk) : 0.0;
   return chunk;

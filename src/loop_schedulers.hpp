@@ -136,6 +136,9 @@ std::size_t round_up_64(std::size_t n, std::size_t cap);
 // that builds a kernel per work-group size, chosen from the global size (PoCL: the largest divisor
 // up to 4096), builds it once for every chunk of a multiple of 4096 that fills its cores.
 std::size_t round_planned(std::size_t n, std::size_t cap);
+// A device share `n` that leaves the CPU a probe of `probe` iterations: rounded down to
+// round_planned's grain, else to 64, where that leaves the CPU at most twice the probe; else n.
+std::size_t probe_rounded(std::size_t n, std::size_t probe);
 // Up to a multiple of a quarter of its highest power of two (64 at least): four sizes per octave.
 std::size_t round_up_coarse(std::size_t n);
 
@@ -288,6 +291,8 @@ class LogFitScheduler : public LoopScheduler {
   std::vector<Device> dev_;
   std::size_t n_ = 0;             // this call's range
   double cpu_given_seconds_ = 0;  // what the CPU took of it, in one worker's predicted seconds
+  std::size_t cpu_probe_ = 0;     // the range's tail a lone device's share left the CPU this call (0: none)
+  unsigned cpu_refusals_ = 0;     // CPU workers given nothing this call (their tokens stopped)
   double cpu_quota_ = 0;          // a worker's even part of the rest, once it all ends in time (0: not yet)
 };
 

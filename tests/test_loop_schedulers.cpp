@@ -163,6 +163,50 @@ TEST_CASE("LogFit cuts a device's share where its transfer back would hold the c
   }
 }
 
+// Mandelbrot 4096² on one H200 (2026-11-28): the kernel 2.6 ms, its results 1.2 ms to bring back, 15
+// CPU workers 100-1000x slower on the rows through the set, a few rows at the bottom cheap. LogFit
+// gave the CPU nothing, call after call (4.0 ms, the device alone; the best static split 3.7-3.8):
+// the CPU had run only rows through the middle, in the first call, and priced the bottom ones it
+// never ran as the costliest it had seen. The probe a lone device's share leaves the CPU for that
+// (a few rows at the tail) was rounded back into the device's chunk, and refused by the workers at
+// those prices when it was not. With the probe run, the CPU learns the bottom rows call by call.
+TEST_CASE("on Mandelbrot's rows LogFit learns the cheap tail the CPU never ran") {
+  const std::size_t n = 4096;
+  Machine m;
+  m.workers = 15;
+  m.cpu_rate = 160;  // rows of the mean cost a second on one core: 1.7 s for the loop on 15
+  m.cpu_chunk_cost = 20e-6;
+  m.cost = mandelbrot_row_cost(n);
+  m.devices = {SimDevice(filling(1.575e6, 256), 30e-6, 100e-6)};
+  m.devices[0].back = 0.3e-6, m.devices[0].back_fixed = 20e-6;
+  // The GPU's rows differ far less than one core's (on the H200 a half took 1.32-1.37 ms, 512 rows
+  // through the middle 0.90, 64 rows 0.10): a row's cost there is half its mean and half its own.
+  m.devices[0].kernel = [cost = m.cost](std::size_t begin, std::size_t size) {
+    double work = 0;
+    for (std::size_t i = begin; i < begin + size; ++i) work += 0.5 + 0.5 * cost(i);
+    return 10e-6 + std::max(work, 256.0) / 1.575e6;
+  };
+  double best_static = 1e9, device_alone = 0;
+  for (int percent = 70; percent <= 100; percent += 2) {
+    StaticScheduler s(m.workers, 1, percent / 100.0);
+    const double t = calls_of(s, m, n, 3).back().end();
+    best_static = std::min(best_static, t);
+    if (percent == 100) device_alone = t;
+  }
+  LogFitScheduler lf(m.workers);
+  const std::vector<Outcome> calls = calls_of(lf, m, n, 16);
+  for (std::size_t call = 8; call < calls.size(); ++call) {
+    CAPTURE(call);
+    CHECK(each_once(calls[call]));
+    CHECK(calls[call].cpu_iterations > 0);
+    CHECK(calls[call].end() <= 1.03 * best_static);
+  }
+  MESSAGE("device alone " << device_alone * 1e3 << " ms, best static " << best_static * 1e3
+                          << " ms, LogFit's last call " << calls.back().end() * 1e3 << " ms (CPU "
+                          << calls.back().cpu_iterations << " rows in " << calls.back().cpu_chunks << " chunks); "
+                          << lf.decisions());
+}
+
 // A lone device (no CPU body, one device) takes every iteration whatever its speed: after the first
 // call LogFit should hand it the same chunks call after call. A driver that builds a kernel for each
 // new launch size (PoCL, 50 ms a size: tester 7's device-only loop took 135-170 ms every other call
@@ -437,6 +481,13 @@ TEST_CASE("the CPU's cost is learned by where in the range it was paid") {
     p.record(0, 5000, 5000 * 3e-6);
   }
   CHECK(p.seconds(0, 1000) == doctest::Approx(3e-3).epsilon(0.05));
+  CHECK(p.seconds(8000, 1000) == doctest::Approx(10e-3).epsilon(0.05));
+  // However many calls pass without it: it is not run, so nothing says it changed (halved at
+  // every call, after 12 its price leaned on the mean of what ran since: ~4x too cheap).
+  for (int call = 0; call < 12; ++call) {
+    p.restart(10'000);
+    p.record(0, 5000, 5000 * 3e-6);
+  }
   CHECK(p.seconds(8000, 1000) == doctest::Approx(10e-3).epsilon(0.05));
   // A range never run costs the mean of everything measured.
   CpuCostProfile q;
