@@ -119,4 +119,11 @@ std::size_t CpuCostProfile::covered_tail() const {
   return n_ - std::min(n_, bin_begin(b));
 }
 
+double CpuCostProfile::cheapest() const {
+  double least = 0;
+  for (std::size_t b = 0; b < kBins; ++b)
+    if (iterations_[b] > 0) least = least > 0 ? std::min(least, measured_cost(b)) : measured_cost(b);
+  return least;
+}
+
 }  // namespace hetflow::detail

@@ -51,6 +51,8 @@ class CpuCostProfile {
   // How many iterations at the range's end lie in bins chunks have covered, without a gap: past
   // them the tail's prices are guesses.
   std::size_t covered_tail() const;
+  // Seconds per iteration of the cheapest bin covered (0 before any record).
+  double cheapest() const;
 
  private:
   static constexpr std::size_t kBins = 256;

@@ -207,6 +207,9 @@ constexpr double kChunkCostShare = 0.01;
 // A share is cut into at most this many chunks to hide its transfer back: each more saves less
 // (the last chunk's 1/k of it) and costs a chunk.
 constexpr double kMostChunksForTheTransferBack = 8;
+// The least part of the range the CPU, at the cheapest price it has seen, must be able to end in a
+// lone device's share's time for LogFit to leave it a probe of the tail (LogFitScheduler::next_device).
+constexpr double kLeastCpuLesson = 0.02;
 // The least fraction of a share's predicted time that cutting it for its transfer back must save.
 constexpr double kLeastCutGain = 0.05;
 // Exploration starts at this fraction of the first call's range: the doublings cover any range in
@@ -528,10 +531,16 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // share's time at those prices, one iteration each at least: that ends before the device's share
   // with time to spare (the guesses overprice), needs no follow-up, and what it took is next call's
   // prices. Beside other devices the CPU's share is the smallest, and its profile does not guess
-  // (CpuCostProfile): there the CPU's chunks' own cost outweighed what it saved (simulated).
+  // (CpuCostProfile): there the CPU's chunks' own cost outweighed what it saved (simulated). Only
+  // where the lesson could matter: the workers, at the cheapest price they ever ran, would end at
+  // least 2 % of the range in the share's time. N-body's CPU, 350x slower than the H200 and alike
+  // everywhere, has nothing to learn, and its probe's few iterations a worker, started after the
+  // device's chunk, ended after it (2026-11-28: 1.5 ms a call where the device alone takes 1.1).
   std::size_t x_iterations = front_within(remaining, x, true);
-  if (first && !other_devices && cpu_runs() && cpu_thr_ > 0 && x_iterations > 0) {
-    const double share_seconds = x / std::max(1e-12, predicted(dev, x_iterations));
+  const double share_seconds = x / std::max(1e-12, predicted(dev, std::max<std::size_t>(1, x_iterations)));
+  const bool worth_learning = cpu_cheapest() > 0 && double(cpu_workers_) * share_seconds / cpu_cheapest() >=
+                                                        kLeastCpuLesson * double(remaining);
+  if (first && !other_devices && cpu_runs() && cpu_thr_ > 0 && x_iterations > 0 && worth_learning) {
     const std::size_t probe =
         std::max<std::size_t>(cpu_workers_, cpu_tail_within(0.5 * double(cpu_workers_) * share_seconds));
     if (remaining > 2 * probe && x_iterations > remaining - probe) {

@@ -89,6 +89,7 @@ class LoopScheduler {
   // and LogFit leaves it some of them to learn from (LogFitScheduler::next_device); and how many
   // of the rest's tail the workers together end within `seconds` at the profile's prices.
   std::size_t cpu_known_tail() const { return cpu_cost_.covered_tail(); }
+  double cpu_cheapest() const { return cpu_cost_.cheapest(); }  // seconds per iteration, where it ran
   std::size_t cpu_tail_within(double seconds) const { return cpu_cost_.within_tail(seconds, rest_); }
   // LogFit measures the devices in work, not iterations: an iteration's work is what its part of
   // the range costs relative to the range's mean (RegionWork), so a device is not judged faster for
