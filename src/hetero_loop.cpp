@@ -116,6 +116,20 @@ double device_seconds(const Engine& engine, const RequestList& kernels, double h
   return kernels.empty() || last <= first ? host_seconds : double(last - first) * 1e-9;
 }
 
+// The commands' own times added up, by profiling (0 where one is not profiled): a chunk launched in
+// pieces sends each piece's results back while the next piece's kernels run, so first start to
+// last end would count those kernels as transfer time.
+double busy_seconds(const Engine& engine, const RequestList& commands) {
+  double sum = 0;
+  for (const auto& c : commands) {
+    std::int64_t start = 0, end = 0;
+    cl_event ev = c->event.load();
+    if (!ev || !engine.device_times(ev, start, end)) return 0;
+    sum += double(std::max<std::int64_t>(0, end - start)) * 1e-9;
+  }
+  return sum;
+}
+
 // What waiting for several tiles reported. Every tile is waited for even once one has thrown: the
 // waits that a throw skipped left their tiles' failures unreported, and those cancelled every later
 // call of the loop until a wait_all (a failed host task on an input before the first call).
@@ -166,12 +180,14 @@ unsigned cpu_workers_for(unsigned asked, unsigned threads, std::size_t devices) 
 }
 }  // namespace
 
-LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node)
+LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node,
+                     const SchedulerFactory& make_scheduler)
     : devices_((check_devices(devices), std::move(devices))),
       c_(*devices_[0]),
       options_(std::move(options)),
       cpu_workers_(cpu_workers_for(options_.cpu_workers, engine_of(c_).graph_threads(), devices_.size())),
-      scheduler_(make_loop_scheduler(options_.scheduler, cpu_workers_, unsigned(devices_.size()))),
+      scheduler_(make_scheduler ? make_scheduler(cpu_workers_, unsigned(devices_.size()))
+                                : make_loop_scheduler(options_.scheduler, cpu_workers_, unsigned(devices_.size()))),
       flow_node_(flow_node) {
   if (options_.device_slots == 0) throw UsageError("parallel_for: device_slots must be at least 1");
   views_.resize(devices_.size());
@@ -272,13 +288,14 @@ void LoopState::check_host_reads() const {
                          "the device body's launches use it as it is)");
 }
 
-bool LoopState::take(int side, Chunk& chunk) {
+bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
   const bool cpu = side < 0;
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
+  if (piece) *piece = 0;
   if (!stopping_ && remaining > 0)
     size = cpu ? scheduler_->cpu_chunk(remaining, seconds_since(started_))
-               : scheduler_->device_chunk(unsigned(side), remaining, seconds_since(started_));
+               : scheduler_->device_chunk(unsigned(side), remaining, seconds_since(started_), piece);
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
@@ -287,7 +304,11 @@ bool LoopState::take(int side, Chunk& chunk) {
     return false;
   }
   chunk = Chunk{next_, next_ + size};
-  log().debug("parallel_for: {} chunk {} of {} left", side_text(side), range_text(chunk), remaining);
+  if (piece && *piece > 0)
+    log().debug("parallel_for: {} chunk {} of {} left, in pieces of {}", side_text(side), range_text(chunk), remaining,
+                *piece);
+  else
+    log().debug("parallel_for: {} chunk {} of {} left", side_text(side), range_text(chunk), remaining);
   next_ += size;
   ++in_flight_;
   return true;
@@ -485,12 +506,13 @@ bool LoopState::read_before_device_chunk(const Access& w) const {
 
 void LoopState::next_device(unsigned d) {
   Chunk chunk;
+  std::size_t piece = 0;
   std::vector<Access> writes;
   double per_iteration = 0;
   std::exception_ptr unwritable;
   {
     std::unique_lock lock(m_);
-    if (!take(int(d), chunk)) {
+    if (!take(int(d), chunk, &piece)) {
       notify_if_ended(lock);
       return;
     }
@@ -528,32 +550,39 @@ void LoopState::next_device(unsigned d) {
       std::lock_guard lock(m_);
       constants_on_[d] = 1;  // any pending ones were among them
     }
-    {
-      CommandsOf collecting(kernels.get(), nullptr, &launched);
-      std::optional<DeviceView::Scope> translating;
-      if (view) translating.emplace(*view);
-      body_.device(ctl, chunk);
-      // Nothing of it on this device (a body that launched on a controller it captured, not one
-      // it was given): the transfers back would bring this device's stale images over the results.
-      if (translating && translating->launches() == 0)
-        throw UsageError("parallel_for on " + view->side() + ": the device body submitted no launch on the " +
-                         "Controller& it was given for chunk " + range_text(chunk) +
-                         "; launch there (the controller of " + view->side() +
-                         "), with the home kernels and tiles, not on a controller it captured");
-      if (!view && kernels->empty()) refuse_no_launch(chunk);
-    }
-    note_launched(d, launched);
     std::vector<Access> back;
+    for (const auto& w : writes)  // no host image: the hook waits for the device image
+      if (w.tile->device_only) back.push_back(device_image(Access{w.tile, w.box, Role::in}));
     RequestList transfers_back;
-    {
+    // The body once per piece (the scheduler's, else the chunk whole), each piece's results sent
+    // back as soon as its launches are in: its transfer back runs while the next piece's kernels do.
+    for (std::size_t begin = chunk.begin; begin < chunk.end;) {
+      const Chunk part{begin, piece > 0 ? std::min(chunk.end, begin + piece) : chunk.end};
+      begin = part.end;
+      const std::size_t launched_before = launched.size();
+      {
+        const std::size_t before = kernels->size();
+        CommandsOf collecting(kernels.get(), nullptr, &launched);
+        std::optional<DeviceView::Scope> translating;
+        if (view) translating.emplace(*view);
+        body_.device(ctl, part);
+        // Nothing of it on this device (a body that launched on a controller it captured, not one
+        // it was given): the transfers back would bring this device's stale images over the results.
+        if (translating && translating->launches() == 0)
+          throw UsageError("parallel_for on " + view->side() + ": the device body submitted no launch on the " +
+                           "Controller& it was given for chunk " + range_text(part) +
+                           "; launch there (the controller of " + view->side() +
+                           "), with the home kernels and tiles, not on a controller it captured");
+        if (!view && kernels->size() == before) refuse_no_launch(part);
+      }
+      const std::vector<Access> launched_by_part(launched.begin() + std::ptrdiff_t(launched_before), launched.end());
       CommandsOf collecting(nullptr, &transfers_back);
-      for (const auto& w : writes)  // no host image: the hook waits for the device image
-        if (w.tile->device_only) back.push_back(device_image(Access{w.tile, w.box, Role::in}));
-      for (const auto& w : written_by_launches(writes, launched)) {
+      for (const auto& w : written_by_launches(writes, launched_by_part)) {
         ctl.submit_transfer(false, w);
         back.push_back(w);
       }
     }
+    note_launched(d, launched);
     note_chunk_ends(d, chunk, *kernels, transfers_back);
     const std::string name = (view ? view->side() + " chunk " : std::string("device chunk ")) + range_text(chunk);
     // The hook on the kernels waits for every launch of the body, not only for those writing what
@@ -619,7 +648,7 @@ void LoopState::next_device(unsigned d) {
           name,
           [this, d, transfers, halves, half_done](const Outcome& o) {
             // How long its results took to come back, by profiling (0: not profiled).
-            halves->back_seconds = device_seconds(engine_of(*devices_[d]), *transfers, 0);
+            halves->back_seconds = busy_seconds(engine_of(*devices_[d]), *transfers);
             halves->own = any_failed(*transfers);
             if (!o.ok()) halves->failure = failure_of(*transfers, o.error);
             transfers->clear();

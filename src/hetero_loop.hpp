@@ -33,7 +33,11 @@ class LoopState {
   // `flow_node`: the loop's node in the home controller's record of the program's flow graph
   // (FlowTopology). The body comes with set_body, before the first call. `devices` as checked by
   // check_devices; the first is the home controller.
-  LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node);
+  // `make_scheduler` (cpu workers, devices), where given, in place of LoopOptions::scheduler's (tests
+  // drive the engine with a scheduler of their own).
+  using SchedulerFactory = std::function<std::unique_ptr<LoopScheduler>(unsigned, unsigned)>;
+  LoopState(std::vector<Controller*> devices, LoopOptions options, std::uint32_t flow_node,
+            const SchedulerFactory& make_scheduler = nullptr);
   LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node)
       : LoopState(std::vector<Controller*>{&c}, std::move(options), flow_node) {}
   // UsageError for an empty list, a null entry, a controller listed twice, or several devices where
@@ -90,7 +94,8 @@ class LoopState {
   void next_cpu();
   void next_device(unsigned d);
   // Hands out the next chunk to a token of one side, or drops the token (false). Under m_.
-  bool take(int side, Chunk& chunk);
+  // `piece`: a device chunk's pieces, as the scheduler asks (0: launched whole).
+  bool take(int side, Chunk& chunk, std::size_t* piece = nullptr);
   // `round_trip`: a device chunk's host time from submission to its end's notice (the scheduler
   // learns the per-chunk cost that profiled kernel times leave out).
   // `refusal`: what the chunk's submission or its CPU body threw.

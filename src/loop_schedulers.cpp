@@ -26,11 +26,15 @@ std::size_t LoopScheduler::cpu_chunk(std::size_t remaining, double now) {
   return std::min(with_devices_ ? next_cpu(remaining, now) : cpu_only_chunk(remaining), remaining);
 }
 
-std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now) {
+std::size_t LoopScheduler::device_chunk(unsigned d, std::size_t remaining, double now, std::size_t* piece) {
+  if (piece) *piece = 0;
   if (remaining == 0 || d >= devices_) return 0;
   std::lock_guard lock(m_);
   rest_is(remaining);
-  return std::min(next_device(d, remaining, now), remaining);
+  piece_ = 0;
+  const std::size_t chunk = std::min(next_device(d, remaining, now), remaining);
+  if (piece && piece_ > 0 && piece_ < chunk) *piece = piece_;
+  return chunk;
 }
 
 void LoopScheduler::record_cpu(std::size_t begin, std::size_t iterations, double seconds) {
@@ -204,9 +208,9 @@ namespace {
 // this share of its time: on the H200 that cost is 0.2-1 ms, 1-5 % of a whole loop, and the chunks'
 // costs add up (5 % each made 3 chunks and 5 % in all where one chunk was 1 % in simulation).
 constexpr double kChunkCostShare = 0.01;
-// A share is cut into at most this many chunks to hide its transfer back: each more saves less
-// (the last chunk's 1/k of it) and costs a chunk.
-constexpr double kMostChunksForTheTransferBack = 8;
+// A share is launched in at most this many pieces to hide its transfer back: each more saves less
+// (the last piece's 1/k of it) and is a smaller kernel.
+constexpr double kMostPiecesForTheTransferBack = 8;
 // The least part of the range the CPU, at the cheapest price it has seen, must be able to end in a
 // lone device's share's time for LogFit to leave it a probe of the tail (LogFitScheduler::next_device).
 constexpr double kLeastCpuLesson = 0.02;
@@ -567,31 +571,30 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   double chunks = std::max(1.0, std::floor(std::min(double(x_iterations) / std::max(1.0, double(dev.stable_chunk)),
                                                     x / std::max(1.0, thr * fixed))));
   // A chunk's results come back while the device's next kernel runs (its token goes on at its
-  // kernels' end), but its last chunk's transfer back overlaps nothing of its own: a share whose
-  // transfer back is long is cut into the k chunks whose kernels (each at its size's throughput),
-  // k - 1 more chunk costs and 1/k of that transfer end soonest (Mandelbrot 8192² on one H100: 14.9
-  // ms a call in one chunk, 12.4 with two in flight overlapping their transfers back). Not behind a
-  // queued chunk, whose transfer back already overlaps the next kernel.
-  if (dev.back > 0 && dev.in_flight.empty() && chunks < kMostChunksForTheTransferBack) {
-    const double back = dev.back * double(x_iterations), step = std::max(0.0, dev.fixed);
+  // kernels' end), but its last chunk's transfer back overlaps nothing of its own: a share in one
+  // chunk whose transfer back is long is launched in the k pieces whose kernels (each at its size's
+  // throughput, at least the elbow) and 1/k of that transfer end soonest, one after another on the
+  // device's queue, each piece's results coming back while the next one's kernels run. Handed out
+  // whole, as one chunk: cut into chunks handed out one at a time (until 2026-11-28), each cost a
+  // round trip, and the CPU workers asking in between found the rest's front in the device's share,
+  // so a share left the CPU nothing where it was cut (Mandelbrot 4096² on one H200: the cut or the
+  // CPU's bottom rows, 3.5 or 3.9 ms a call, never both).
+  std::size_t pieces = 1;
+  if (dev.back > 0 && dev.in_flight.empty() && chunks <= 1) {
+    const double back = dev.back * double(x_iterations);
     auto end = [&](double k) {
       const auto piece = std::max<std::size_t>(1, std::size_t(double(x_iterations) / k));
-      return x / std::max(1e-12, predicted(dev, piece)) + (k - 1) * step + back / k;
+      return x / std::max(1e-12, predicted(dev, piece)) + back / k;
     };
-    double soonest = end(chunks), cut = chunks;
-    for (double k = chunks + 1; k <= kMostChunksForTheTransferBack && k <= double(x_iterations); ++k)
+    const double most = std::min(kMostPiecesForTheTransferBack,
+                                 std::floor(double(x_iterations) / std::max(1.0, double(dev.stable_chunk))));
+    double soonest = end(1), cut = 1;
+    for (double k = 2; k <= most; ++k)
       if (const double e = end(k); e < soonest) soonest = e, cut = k;
-    // Cut, the rest of its share is handed out again at its next request, the CPU workers asking
-    // meanwhile: only where none of them could end an iteration of that rest before the device's
-    // share would end (SpMV 2^24 on one H100: the workers took 1.5M of the rows left and the call
-    // went from 8.6 to 14-16 ms; Mandelbrot's middle rows are beyond them).
-    const std::size_t first_piece = front_within(remaining, x / cut, true);
-    const bool cpu_would_join = cpu_runs() && cpu_thr_ > 0 && first_piece < remaining &&
-                                cpu_within(remaining - first_piece, start + soonest - cpu_free(now)) > 0;
-    // And only for a gain worth the risk: a cut that saves a few percent on a model's noise changes
-    // the chunks' sizes, new work-group sizes that PoCL builds a kernel for (a lone device, 1M
-    // iterations: cut into 5 for 2 % predicted, that call took 136 ms where one chunk takes 1).
-    if (!cpu_would_join && soonest <= (1 - kLeastCutGain) * end(chunks)) chunks = cut;
+    // Only for a gain worth the risk: pieces that save a few percent on a model's noise are new
+    // work-group sizes that PoCL builds a kernel for (a lone device, 1M iterations: cut into 5 for 2
+    // % predicted, that call took 136 ms where one chunk takes 1).
+    if (soonest <= (1 - kLeastCutGain) * end(1)) pieces = std::size_t(cut);
   }
   dev.phase = chunks <= 1 ? Phase::final : Phase::stable;
   // Beside the CPU only, rounded so that shares a few iterations apart are one size (the CPU takes
@@ -625,6 +628,12 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
     // What the share's rounding leaves is the probe too: refused at the profile's prices, it cost
     // the device one more chunk for a few iterations.
     if (capped || first) cpu_probe_ = remaining - chunk;
+  }
+  if (pieces > 1) {
+    // Sizes that repeat call after call (PoCL builds a kernel per work-group size): from the coarse
+    // set for a lone device, else multiples of 64; the last piece is what is left.
+    const std::size_t even = (chunk + pieces - 1) / pieces;
+    piece_ = others_take_part(d) ? round_up_64(even, chunk) : std::min(chunk, round_up_coarse(even));
   }
   dev.in_flight.push_back({chunk, start + front_work(remaining, chunk) / predicted(dev, chunk), dev.in_flight.empty(),
                            first, false, false});

@@ -41,7 +41,10 @@ class LoopScheduler {
   // `remaining`. `now`: seconds since this call's restart(), on the caller's clock (LogFit plans
   // the rest of the call from it: when each side will be free).
   std::size_t cpu_chunk(std::size_t remaining, double now);
-  std::size_t device_chunk(unsigned d, std::size_t remaining, double now);
+  // `piece`, where given: the size of the pieces the device should launch its chunk in, one after
+  // another on its queue, each piece's results coming back while the next one's kernels run (0: the
+  // chunk whole). The chunk is still one for the scheduler: one hand-out, one time, one report.
+  std::size_t device_chunk(unsigned d, std::size_t remaining, double now, std::size_t* piece = nullptr);
   // A chunk [begin, begin + iterations) ran in `seconds` (devices: from profiling, not host
   // clocks); where it lies says what its iterations cost there (CpuCostProfile for the CPU;
   // RegionWork, from the CPU's chunks and those a scheduler passes on: LogFit's). A device chunk's
@@ -113,6 +116,7 @@ class LoopScheduler {
   bool same_kind(unsigned d, unsigned e) const { return d == e || (kind_[d] >= 0 && kind_[d] == kind_[e]); }
   const unsigned cpu_workers_;
   const unsigned devices_;
+  std::size_t piece_ = 0;  // set by next_device: the pieces to launch its chunk in (0: whole)
   double cpu_thr_ = 0;
   double rest_weight_ = 1;  // the mean work of an iteration left (set with cpu_thr_)
 

@@ -170,6 +170,7 @@ inline std::function<double(std::size_t)> mandelbrot_row_cost(std::size_t rows) 
 struct Outcome {
   double cpu_end = 0, device_end = 0;  // device_end: the latest of the devices'
   std::size_t cpu_iterations = 0, device_iterations = 0, device_chunks = 0, cpu_chunks = 0;
+  std::size_t device_pieces = 0;        // the device chunks' pieces (a chunk launched whole is one)
   std::size_t leftover = 0;             // taken by the last token because the scheduler gave it nobody
   std::vector<std::size_t> per_device;  // iterations
   std::vector<std::size_t> device_chunks_of;
@@ -202,6 +203,8 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     std::size_t begin = 0, size = 0;
     double submitted = 0, kernel = 0;  // a device chunk's submission time and its kernel's time
     double back_end = 0;               // when its results are back (SimDevice::back; 0: nothing to bring)
+    double back_seconds = 0;           // its transfers back's time, summed over its pieces
+    std::size_t pieces = 1;            // launched in (LoopScheduler::device_chunk's `piece`)
     bool operator>(const Event& e) const { return t != e.t ? t > e.t : order > e.order; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
@@ -229,10 +232,11 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
       if (device) {
         s.record_device(d, e.begin, e.size, e.kernel, e.t - e.submitted);  // profiled kernel; host round trip
         o.device_end = std::max(o.device_end, e.t), o.device_iterations += e.size, ++o.device_chunks;
+        o.device_pieces += e.pieces;
         o.per_device[d] += e.size, ++o.device_chunks_of[d];
         o.device_ends[d] = std::max(o.device_ends[d], e.t);
         if (e.back_end > 0) {
-          s.record_transfer_back(d, e.size, m.devices[d].back_fixed + m.devices[d].back * double(e.size));
+          s.record_transfer_back(d, e.size, e.back_seconds);
           o.device_end = std::max(o.device_end, e.back_end);
           o.device_ends[d] = std::max(o.device_ends[d], e.back_end);
         }
@@ -242,7 +246,8 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
       }
     }
     const std::size_t remaining = n - cursor;
-    std::size_t chunk = device ? s.device_chunk(d, remaining, e.t) : s.cpu_chunk(remaining, e.t);
+    std::size_t piece = 0;  // a device chunk launched in pieces of this size (LoopScheduler::device_chunk)
+    std::size_t chunk = device ? s.device_chunk(d, remaining, e.t, &piece) : s.cpu_chunk(remaining, e.t);
     if (chunk > remaining) throw std::logic_error("a scheduler handed out more than was left");
     if (chunk == 0 && tokens == 1) chunk = remaining, o.leftover += remaining;
     if (chunk == 0) {
@@ -251,16 +256,24 @@ inline Outcome simulate(detail::LoopScheduler& s, const Machine& m, std::size_t 
     }
     if (device) {
       const SimDevice& dev = m.devices[d];
-      const double kernel =
-          dev.kernel ? dev.kernel(cursor, chunk) : double(chunk) * mean_cost(cursor, chunk) / dev.rate(chunk);
       if (!copied[d]) device_free[d] = std::max(device_free[d], e.t + dev.first_copy), copied[d] = true;
       const double start = std::max(e.t + dev.launch, device_free[d]);
-      device_free[d] = start + kernel;
-      double back_end = 0;
-      if (dev.back > 0)
-        back_free[d] = back_end = std::max(start + kernel, back_free[d]) + dev.back_fixed + dev.back * double(chunk);
+      // Its pieces' kernels back to back on the queue, each piece's transfer back after its kernel.
+      double t = start, back_end = 0, back_seconds = 0;
+      const std::size_t step = piece ? piece : chunk;
+      for (std::size_t b = cursor; b < cursor + chunk; b += step) {
+        const std::size_t p = std::min(step, cursor + chunk - b);
+        t += dev.kernel ? dev.kernel(b, p) : double(p) * mean_cost(b, p) / dev.rate(p);
+        if (dev.back > 0) {
+          back_free[d] = back_end = std::max(t, back_free[d]) + dev.back_fixed + dev.back * double(p);
+          back_seconds += dev.back_fixed + dev.back * double(p);
+        }
+      }
+      const double kernel = t - start;
+      device_free[d] = t;
       const double late = dev.late ? dev.late() : 0.0;
-      events.push({start + kernel + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel, back_end});
+      events.push({t + dev.notice + late, order++, e.agent, cursor, chunk, e.t, kernel, back_end, back_seconds,
+                   (chunk + step - 1) / step});
     } else {
       events.push({e.t + m.cpu_chunk_cost + double(chunk) * mean_cost(cursor, chunk) / m.cpu_rate, order++, e.agent,
                    cursor, chunk});

@@ -81,6 +81,8 @@ struct LoopBody {
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
   // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only. A
   // chunk whose body launches nothing on the controller it is given is refused (UsageError).
+  // LogFit may launch a chunk in pieces: then this runs once per piece, back to back, each
+  // piece's results coming back while the next one's kernels run (the report counts one chunk).
   std::function<void(Controller&, Chunk)> device{};
   // What every chunk reads: moved to the device once per call, before its first chunk. A
   // device-only tile here or in `constants` is refused at the call (UsageError) where there is a
