@@ -613,10 +613,10 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // The probe stays the CPU's while a worker may still come for it: rounded to the nearest grain, a
   // share took it back (Mandelbrot 4096² on one H200: the 15-57 rows left of 4096 rounded to all of
   // them, call after call, and the CPU never ran the bottom rows its profile priced as the costliest
-  // it had seen). Only for a share in one chunk: one in pieces is handed out a piece at a time, and
-  // the workers asking in between take the rest's front, in the device's share (with two device
-  // slots, simulated Barnes-Hut: their chunks there and the probe after them, 26 ms where the
-  // device alone takes 19).
+  // it had seen). Only for a share in one chunk (launched whole or in pieces): a share in several
+  // chunks is handed out a chunk at a time, and the workers asking in between take the rest's
+  // front, in the device's share (with two device slots, simulated Barnes-Hut: their chunks there
+  // and the probe after them, 26 ms where the device alone takes 19).
   if (chunks > 1) cpu_probe_ = 0;
   if (cpu_probe_ > 0 && cpu_refusals_ < cpu_workers_) {
     if (remaining <= cpu_probe_) {
