@@ -216,6 +216,8 @@ constexpr double kMostPiecesForTheTransferBack = 8;
 constexpr double kLeastCpuLesson = 0.02;
 // The least fraction of a share's predicted time that cutting it for its transfer back must save.
 constexpr double kLeastCutGain = 0.05;
+// A chunk fills a device when its throughput is at least this fraction of its largest sample's.
+constexpr double kFull = 0.9;
 // Exploration starts at this fraction of the first call's range: the doublings cover any range in
 // about ten chunks, each a round trip, and start small enough to find an elbow below it.
 constexpr std::size_t kExplorationStart = 1024;
@@ -336,6 +338,19 @@ double LogFitScheduler::predicted(const Device& dev, std::size_t chunk) const {
   const auto lo = hi - 1;
   const double w = std::log(double(chunk) / double(lo->chunk)) / std::log(double(hi->chunk) / double(lo->chunk));
   return lo->throughput + w * (hi->throughput - lo->throughput);
+}
+
+std::size_t LogFitScheduler::fills_from(const Device& dev) const {
+  // Where the samples level off, below the elbow where the exploration found none: a device whose
+  // exploration ran out of range before its samples levelled (its first chunks at R-MAT's heavy
+  // front rows) took the largest but one for its elbow, half the range, and a share under twice
+  // that was never cut for its transfer back (two H200s, SpMV 2^24: the front GPU's 7.1M rows came
+  // back whole, 0.5 ms after its kernel, every call; the other GPU's share in 3 pieces).
+  const auto& s = dev.samples;
+  std::size_t least = dev.stable_chunk;
+  for (auto it = s.rbegin(); it != s.rend() && it->throughput >= kFull * s.back().throughput; ++it)
+    least = std::min(least, it->chunk);
+  return least;
 }
 
 double LogFitScheduler::ends_within(const Device& dev, double seconds) const {
@@ -573,7 +588,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
   // A chunk's results come back while the device's next kernel runs (its token goes on at its
   // kernels' end), but its last chunk's transfer back overlaps nothing of its own: a share in one
   // chunk whose transfer back is long is launched in the k pieces whose kernels (each at its size's
-  // throughput, at least the elbow) and 1/k of that transfer end soonest, one after another on the
+  // throughput, each filling the device: fills_from) and 1/k of that transfer end soonest, one after another on the
   // device's queue, each piece's results coming back while the next one's kernels run. Handed out
   // whole, as one chunk: cut into chunks handed out one at a time (until 2026-11-28), each cost a
   // round trip, and the CPU workers asking in between found the rest's front in the device's share,
@@ -587,7 +602,7 @@ std::size_t LogFitScheduler::next_device(unsigned d, std::size_t remaining, doub
       return x / std::max(1e-12, predicted(dev, piece)) + back / k;
     };
     const double most = std::min(kMostPiecesForTheTransferBack,
-                                 std::floor(double(x_iterations) / std::max(1.0, double(dev.stable_chunk))));
+                                 std::floor(double(x_iterations) / std::max(1.0, double(fills_from(dev)))));
     double soonest = end(1), cut = 1;
     for (double k = 2; k <= most; ++k)
       if (const double e = end(k); e < soonest) soonest = e, cut = k;

@@ -283,6 +283,7 @@ class LogFitScheduler : public LoopScheduler {
   double predicted(const Device& dev, std::size_t chunk) const;  // its throughput on such a chunk
   double start_of_next(const Device& dev, double now) const;     // when a new chunk's kernel would count
   double ends_within(const Device& dev, double seconds) const;   // the most one chunk of it ends in that time
+  std::size_t fills_from(const Device& dev) const;               // the smallest chunk its samples say fills it
   double cpu_free(double now) const;                             // when the CPU's handed-out work ends
   // An exploring chunk of at most `chunk` for device `d` that ends no later than the others end
   // what it leaves of `remaining` (0: not even a small one does).
