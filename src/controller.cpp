@@ -14,6 +14,7 @@
 #include "driver_lock.hpp"
 #include "deferred_teardown.hpp"
 #include "engine.hpp"
+#include "region_text.hpp"
 
 namespace hetflow {
 namespace {
@@ -183,23 +184,6 @@ void check_against_device(const DeviceInfo& dev, const Range& range, const std::
                        "' requires (it has no non-uniform work-groups)");
 }
 
-// A region as the user gave it: every dimension the tile has, and any other the box does not leave
-// at {0, 1} (rows(1, 1) of a 1-D tile is wrong in y, which "[0:1000)" would hide), each as
-// "first:end", or "first:+size" where the end does not fit.
-std::string region_text(const Box& b, const Extent& e) {
-  int dims = e.dims;
-  for (int d = e.dims; d < 3; ++d)
-    if (b.offset[d] != 0 || b.size[d] != 1) dims = d + 1;
-  std::string s = "[";
-  for (int d = 0; d < dims; ++d) {
-    if (d) s += ", ";
-    const bool fits = b.size[d] <= SIZE_MAX - b.offset[d];
-    s += std::to_string(b.offset[d]) +
-         (fits ? ":" + std::to_string(b.offset[d] + b.size[d]) : ":+" + std::to_string(b.size[d]));
-  }
-  return s + ")";
-}
-
 std::string zero_sizes(const Box& b) {
   static const char* const names[3] = {"x", "y", "z"};
   std::string s;
@@ -224,12 +208,11 @@ void check_tile(const detail::Engine& engine, const Access& a, const What& reque
   if (t.freed.load()) throw UsageError(text(request) + ": tile '" + t.name + "' used after free");
   if (t.owner != engine.serial) throw UsageError(text(request) + ": " + foreign(t));
   if (a.box.empty())
-    throw UsageError(text(request) + ": the region " + region_text(a.box, t.extent) + " of tile '" + t.name +
+    throw UsageError(text(request) + ": the region " + detail::region_text(a.box, t.extent) + " of tile '" + t.name +
                      "' is empty: its size is 0 along " + zero_sizes(a.box) +
                      " (a box's sizes are all given: {n, 1, 1} for n elements of a 1-D tile)");
-  if (!a.box.within(t.extent))
-    throw UsageError(text(request) + ": region " + region_text(a.box, t.extent) + " is out of the bounds of tile '" +
-                     t.name + "' (" + region_text(Box::whole(t.extent), t.extent) + ")");
+  if (const std::string outside = detail::out_of_bounds(a); !outside.empty())
+    throw UsageError(text(request) + ": " + outside);
 }
 
 // The message lists the kernel's parameters: a count alone does not say which argument is missing.

@@ -18,6 +18,7 @@
 #include "log.hpp"
 #include "loop_scheduler_spec.hpp"
 #include "precise_sleeps.hpp"
+#include "region_text.hpp"
 
 namespace hetflow::detail {
 
@@ -238,6 +239,14 @@ std::string LoopState::side_text(int side) const {
 void LoopState::check(const LoopBody& body) {
   if (!body.cpu && !body.device) throw UsageError("parallel_for: the loop body has neither a cpu nor a device part");
   if (!body.writes) throw UsageError("parallel_for: the loop body must say what a chunk writes (LoopBody::writes)");
+  // A write among them made every CPU chunk wait for the one before (each wrote the whole tile).
+  for (const auto* list : {&body.reads, &body.constants})
+    for (const auto& a : *list)
+      if (a.role != Role::in)
+        throw UsageError(std::string("parallel_for: LoopBody::") + (list == &body.reads ? "reads" : "constants") +
+                         " holds " + to_string(a.role) + "(tile '" + a.tile->name +
+                         "'): every chunk only reads it, give in(" + a.tile->name +
+                         ") (what a chunk writes goes in LoopBody::writes)");
 }
 
 void LoopState::set_body(LoopBody body) {
@@ -347,13 +356,27 @@ void LoopState::note_launched(unsigned device, const std::vector<Access>& launch
   note_tiles(device, launched);
 }
 
-std::exception_ptr LoopState::chunk_writes(Chunk chunk, std::vector<Access>& to) const {
+LoopState::Unwritable LoopState::chunk_writes(Chunk chunk, std::vector<Access>& to) const {
+  std::vector<Access> writes;
   try {
-    for (auto& w : body_.writes(chunk)) to.push_back(std::move(w));
+    writes = body_.writes(chunk);
   } catch (...) {
-    return std::current_exception();
+    return {std::current_exception(), kWritesThrew};
   }
-  return nullptr;
+  // Said here, of the chunk: an in() write was never brought back from the device (its results
+  // lost without a word), and a region past its tile was refused as an internal hook's.
+  for (const auto& w : writes) {
+    std::string wrong = w.role == Role::in ? "in(tile '" + w.tile->name +
+                                                 "'), but a chunk's writes are out() or io() (what every chunk only "
+                                                 "reads goes in LoopBody::reads)"
+                                           : out_of_bounds(w);
+    if (!wrong.empty())
+      return {std::make_exception_ptr(UsageError("LoopBody::writes for chunk " + range_text(chunk) + " gave " +
+                                                 (w.role == Role::in ? wrong : "a region outside its tile: " + wrong))),
+              ""};
+  }
+  for (auto& w : writes) to.push_back(std::move(w));
+  return {};
 }
 
 void LoopState::chunk_ended(int side_index, Chunk chunk, double seconds, const std::string& failure, double round_trip,
@@ -448,7 +471,7 @@ void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
 void LoopState::next_cpu() {
   Chunk chunk;
   std::vector<Access> roles;
-  std::exception_ptr unwritable;
+  Unwritable unwritable;
   {
     std::unique_lock lock(m_);
     if (!take(-1, chunk)) {
@@ -460,7 +483,7 @@ void LoopState::next_cpu() {
     unwritable = chunk_writes(chunk, roles);
     note_tiles(0, roles);
   }
-  if (unwritable) return refused(-1, chunk, unwritable, kWritesThrew);
+  if (unwritable) return refused(-1, chunk, unwritable.why, unwritable.by);
   const std::string name = "cpu chunk " + range_text(chunk);
   Engine::FlowNodeScope made_by(flow_node_);
   try {
@@ -509,7 +532,7 @@ void LoopState::next_device(unsigned d) {
   std::size_t piece = 0;
   std::vector<Access> writes;
   double per_iteration = 0;
-  std::exception_ptr unwritable;
+  Unwritable unwritable;
   {
     std::unique_lock lock(m_);
     if (!take(int(d), chunk, &piece)) {
@@ -519,7 +542,7 @@ void LoopState::next_device(unsigned d) {
     unwritable = chunk_writes(chunk, writes);
     per_iteration = device_per_iteration_[d];
   }
-  if (unwritable) return refused(int(d), chunk, unwritable, kWritesThrew);
+  if (unwritable) return refused(int(d), chunk, unwritable.why, unwritable.by);
   Controller& ctl = *devices_[d];
   DeviceView* view = views_[d].get();
   // The loop's node is the home controller's: another controller's record has no such node.
@@ -686,7 +709,8 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   // The calling thread is the token: a refused chunk stops the hand-out, and its next take stops it.
   std::vector<Access> writes;
   if (auto unwritable = chunk_writes(chunk, writes))
-    return chunk_ended(0, chunk, 0, "was refused: " + std::string(kWritesThrew) + what_of(unwritable), 0, unwritable);
+    return chunk_ended(0, chunk, 0, "was refused: " + std::string(unwritable.by) + what_of(unwritable.why), 0,
+                       unwritable.why);
   {
     std::lock_guard lock(m_);
     note_tiles(0, writes);

@@ -125,9 +125,16 @@ class LoopState {
   // The tiles a device chunk's launches wrote, whatever its writes say (a scratch tile): the call
   // waits on them at its end, so it reports their failures, not the next wait_all().
   void note_launched(unsigned device, const std::vector<Access>& launched);
-  // Appends body_.writes(chunk) to `to`; what it threw, if it did. Such a chunk is refused, and not
-  // the hook that asked for it: the chunk taken, never ended, held the call for ever.
-  std::exception_ptr chunk_writes(Chunk chunk, std::vector<Access>& to) const;
+  // Why a chunk's writes cannot be taken, and the refusal's cause's prefix; none where `why` is null.
+  struct Unwritable {
+    std::exception_ptr why;
+    const char* by = "";
+    explicit operator bool() const { return bool(why); }
+  };
+  // Appends body_.writes(chunk) to `to`; what it threw, if it did, or what it gave that no chunk may
+  // write (an in() role, a region outside its tile). Such a chunk is refused, and not the hook that
+  // asked for it: the chunk taken, never ended, held the call for ever.
+  Unwritable chunk_writes(Chunk chunk, std::vector<Access>& to) const;
   // Whether a device chunk's write must go to the device before it: an io() region of a tile with
   // a host image that the call's reads (LoopBody::reads, moved at its start) do not hold.
   bool read_before_device_chunk(const Access& w) const;

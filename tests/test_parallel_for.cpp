@@ -1194,3 +1194,66 @@ TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and r
   CHECK(no_chunks.status != 0);
   CHECK(no_chunks.output.find("--device-slots is for the loop workloads") != std::string::npos);
 }
+
+TEST_CASE(
+    "a loop body's roles are checked: reads and constants in() only, chunk writes out() or io() inside their tile") {
+  Controller c(test::options(Policy::async));
+  CountingLoop counting(c, 1000);
+  const auto& hits = counting.device_hits;
+  for (const bool in_constants : {false, true}) {
+    LoopBody body = counting.body();
+    (in_constants ? body.constants : body.reads) = {out(hits)};
+    const std::string expected = std::string("LoopBody::") + (in_constants ? "constants" : "reads") +
+                                 " holds out(tile 'device_hits'): every chunk only reads it, give in(device_hits)";
+    CHECK_THROWS_WITH_AS(HeteroLoop(c, body, {}), doctest::Contains(expected.c_str()), UsageError);
+  }
+  // Each refused at its first chunk, named, on either side: an in() write's results were never
+  // brought back, and a region past the tile was refused as an internal hook's.
+  struct Case {
+    const char* name;
+    bool cpu, device;
+    std::function<Box(Chunk)> box;
+    Role role;
+    std::string cause;
+  };
+  const auto exact = [](Chunk ch) { return span_of(ch); };
+  for (const Case& k :
+       {Case{"in() on the device", false, true, exact, Role::in,
+             "gave in(tile 'device_hits'), but a chunk's writes are out() or io()"},
+        Case{"in() on the CPU", true, false, exact, Role::in,
+             "gave in(tile 'device_hits'), but a chunk's writes are out() or io()"},
+        Case{"past the tile on the device", false, true,
+             [](Chunk ch) {
+               return Box{{ch.begin, 0, 0}, {ch.size() + 5000, 1, 1}};
+             },
+             Role::out,
+             "gave a region outside its tile: region [0:5100) is out of the bounds of tile 'device_hits' ([0:1000))"},
+        Case{"past the tile on the CPU", true, false,
+             [](Chunk ch) {
+               return Box{{ch.begin + 990, 0, 0}, {ch.size(), 1, 1}};
+             },
+             Role::io,
+             "gave a region outside its tile: region [990:1090) is out of the bounds of tile 'device_hits' "
+             "([0:1000))"}}) {
+    CAPTURE(k.name);
+    LoopBody body = counting.body();
+    if (!k.cpu) body.cpu = nullptr;
+    if (!k.device) body.device = nullptr;
+    body.writes = [&](Chunk ch) {
+      const auto r = hits.region(k.box(ch));
+      return std::vector<Access>{k.role == Role::in ? in(r) : k.role == Role::out ? out(r) : io(r)};
+    };
+    try {
+      HeteroLoop(c, body, {.scheduler = "dynamic:100", .cpu_workers = 1})(1000);
+      FAIL("the call succeeded");
+    } catch (const RequestFailed& e) {
+      REQUIRE(!e.failures().empty());
+      CHECK(e.failures()[0].name == std::string("parallel_for ") + (k.cpu ? "cpu" : "device") + " chunk [0, 100)");
+      CHECK(e.failures()[0].cause ==
+            "was refused: LoopBody::writes for chunk [0, 100) " + k.cause +
+                (k.role == Role::in ? " (what every chunk only reads goes in LoopBody::reads)" : ""));
+      CHECK_THROWS_AS(std::rethrow_exception(e.failures()[0].exception), UsageError);
+    }
+    c.wait_all();
+  }
+}

@@ -84,16 +84,17 @@ struct LoopBody {
   // LogFit may launch a chunk in pieces: then this runs once per piece, back to back, each
   // piece's results coming back while the next one's kernels run (the report counts one chunk).
   std::function<void(Controller&, Chunk)> device{};
-  // What every chunk reads: moved to the device once per call, before its first chunk. A
-  // device-only tile here or in `constants` is refused at the call (UsageError) where there is a
-  // CPU body (CPU chunks read host images) or several devices.
+  // What every chunk reads, in() only: moved to the device once per call, before its first chunk.
+  // A device-only tile here or in `constants` is refused at the call (UsageError) where there is a
+  // CPU body (CPU chunks read host images) or several devices, and so is an out() or io() in either.
   std::vector<Access> reads{};
   // What every chunk reads and no call changes (the matrix an iterative solver multiplies by):
   // moved to a device once, before its first chunk of the loop, and kept there over the calls — as
   // a read, SpMV's 400 MB matrix was 8 ms of each 13 ms call on an H200. After changing their host
   // images, call HeteroLoop::constants_changed(). Not among a chunk's writes (UsageError).
   std::vector<Access> constants{};
-  // What a chunk writes (out()/io() of tiles or regions): a CPU chunk's roles, and what comes
+  // What a chunk writes (out()/io() of tiles or regions within them; a chunk given in() or a region
+  // past its tile is refused, named, and fails the call): a CPU chunk's roles, and what comes
   // back from the device after a device chunk — the parts of it that the chunk's launches declare
   // writing, nothing else. Chunks' regions may overlap (every chunk's the whole tile, say), and the
   // chunks whose regions overlap then wait for each other: correct, but one at a time.
