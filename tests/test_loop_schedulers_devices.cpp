@@ -530,24 +530,36 @@ TEST_CASE("on SpMV's rows over two GPUs the CPU's last chunks do not trickle") {
 // the case short. The scheduler before 2026-11-27 fails it (every call on the GPU, 0.505 ms; the best
 // static split 0.462); docs/parallel-for.md "A light tail the CPU never learns" says what passes it,
 // and what that measured on the H100.
-TEST_CASE("on SpMV's power-law rows LogFit learns that the CPU can take the light tail") {
-  const unsigned scale = 20;
+namespace {
+// SpMV over an R-MAT matrix of 2^scale rows whose kernel gives a row 32 work-items: most of a GPU
+// chunk's time is its rows' count (80 %), the rest their non-zeros; `gpu_kernel` for every row, x's
+// `copy` over before a GPU's first kernel of a call and as long for all of y back; the CPU alone
+// takes `cpu_alone` on `cpu_cores` cores, `workers` of them the loop's.
+Machine spmv_rows(unsigned scale, unsigned workers, unsigned cpu_cores, double cpu_alone, double gpu_kernel,
+                  double fixed, double copy, std::size_t gpus) {
   const std::size_t n = std::size_t(1) << scale;
-  const double cpu_alone = 0.045 / 4, gpu_kernel = 1.4e-3 / 4, fixed = 0.15e-3 / 4, copy = 0.3e-3 / 4;
   auto before = std::make_shared<std::vector<double>>(n + 1, 0.0);
   for (std::size_t r = 0; r < n; ++r) (*before)[r + 1] = (*before)[r] + rmat_row_cost(r, scale);
   Machine m;
-  m.workers = 15;
-  m.cpu_rate = double(n) / (cpu_alone * 16);
+  m.workers = workers;
+  m.cpu_rate = double(n) / (cpu_alone * cpu_cores);
   m.cpu_chunk_cost = 5e-6;
-  m.cost = [](std::size_t r) { return rmat_row_cost(r, scale); };
+  m.cost = [scale](std::size_t r) { return rmat_row_cost(r, scale); };
   SimDevice gpu(saturating(1, 1), 0.25 * fixed, 0.75 * fixed, copy);
   gpu.kernel = [before, per_row = 0.8 * gpu_kernel / double(n), per_work = 0.2 * gpu_kernel / double(n)](
                    std::size_t begin, std::size_t size) {
     return 5e-6 + per_row * double(size) + per_work * ((*before)[begin + size] - (*before)[begin]);
   };
   gpu.back = copy / double(n);
-  m.devices = {gpu};
+  m.devices.assign(gpus, gpu);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("on SpMV's power-law rows LogFit learns that the CPU can take the light tail") {
+  const unsigned scale = 20;
+  const std::size_t n = std::size_t(1) << scale;
+  const Machine m = spmv_rows(scale, 15, 16, 0.045 / 4, 1.4e-3 / 4, 0.15e-3 / 4, 0.3e-3 / 4, 1);
   double best_static = 0, share = 1;
   for (int i = 70; i <= 100; ++i) {
     StaticScheduler s(m.workers, {i / 100.0});
@@ -586,21 +598,7 @@ TEST_CASE("on SpMV's power-law rows LogFit learns that the CPU can take the ligh
 TEST_CASE("on SpMV's power-law rows over two GPUs LogFit hides both GPUs' transfers back") {
   const unsigned scale = 20;
   const std::size_t n = std::size_t(1) << scale;
-  const double cpu_alone = 0.36 / 16, gpu_kernel = 6e-3 / 16, fixed = 0.2e-3 / 16, copy = 1.2e-3 / 16;
-  auto before = std::make_shared<std::vector<double>>(n + 1, 0.0);
-  for (std::size_t r = 0; r < n; ++r) (*before)[r + 1] = (*before)[r] + rmat_row_cost(r, scale);
-  Machine m;
-  m.workers = 31;
-  m.cpu_rate = double(n) / (cpu_alone * 31);
-  m.cpu_chunk_cost = 5e-6;
-  m.cost = [](std::size_t r) { return rmat_row_cost(r, scale); };
-  SimDevice gpu(saturating(1, 1), 0.25 * fixed, 0.75 * fixed, copy);
-  gpu.kernel = [before, per_row = 0.8 * gpu_kernel / double(n), per_work = 0.2 * gpu_kernel / double(n)](
-                   std::size_t begin, std::size_t size) {
-    return 5e-6 + per_row * double(size) + per_work * ((*before)[begin + size] - (*before)[begin]);
-  };
-  gpu.back = copy / double(n);
-  m.devices = {gpu, gpu};
+  const Machine m = spmv_rows(scale, 31, 31, 0.36 / 16, 6e-3 / 16, 0.2e-3 / 16, 1.2e-3 / 16, 2);
   // The best split the CPU's share and the front GPU's part of the rest make (a grid around it).
   double best_static = 0, cpu_share = 0, front = 0;
   for (int c : {0, 3, 6, 9})
@@ -611,7 +609,7 @@ TEST_CASE("on SpMV's power-law rows over two GPUs LogFit hides both GPUs' transf
       if (best_static == 0 || t < best_static) best_static = t, cpu_share = c / 100.0, front = f / 100.0;
     }
   Machine one = m;
-  one.devices = {gpu};
+  one.devices.pop_back();
   StaticScheduler alone(m.workers, {1.0});
   const double gpu_alone = simulate(alone, one, n).end();
   LogFitScheduler lf(m.workers, 2);
