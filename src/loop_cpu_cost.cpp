@@ -48,14 +48,16 @@ const CpuCostProfile::Prices& CpuCostProfile::priced() const {
   // between them. Doubling lets a share grow into unknown bins a few at a time, each call measuring
   // what the last one guessed; R-MAT's neighbouring bins differ up to 3.2x (1.52 / 0.48 per bit of
   // the row), Barnes-Hut's by a few percent.
-  double after = 0;  // the price of the bin after this one, 0 while none after it is covered
+  double after = 0;    // the price of the bin after this one, 0 while none after it is covered
+  double covered = 0;  // the nearest covered bin's after this one, 0 while none
   for (std::size_t k = kBins; k-- > 0;) {
     double c = costliest_;
     if (iterations_[k] > 0)
-      c = measured_cost(k);
+      c = covered = measured_cost(k);
     else if (guess_ && after > 0)
       c = std::min(costliest_, 2 * after);
     prices_.cost[k] = c;
+    prices_.likely[k] = iterations_[k] == 0 && guess_ && covered > 0 ? covered : c;
     after = iterations_[k] > 0 || after > 0 ? c : 0;
     const std::size_t begin = std::min(n_, bin_begin(k)), end = std::min(n_, bin_begin(k + 1));
     prices_.tail[k] = prices_.tail[k + 1] + double(end > begin ? end - begin : 0) * c;
@@ -63,7 +65,7 @@ const CpuCostProfile::Prices& CpuCostProfile::priced() const {
   return prices_;
 }
 
-double CpuCostProfile::seconds(std::size_t begin, std::size_t iterations) const {
+double CpuCostProfile::seconds(std::size_t begin, std::size_t iterations, Pricing pricing) const {
   if (!measured() || iterations == 0) return 0;
   if (n_ == 0) return double(iterations) * all_seconds_ / all_iterations_;
   double total = 0;
@@ -73,7 +75,7 @@ double CpuCostProfile::seconds(std::size_t begin, std::size_t iterations) const 
     const std::size_t b = bin_of(std::min(i, n_ - 1));
     const std::size_t next = b + 1 == kBins ? end : std::min(end, bin_begin(b + 1));
     const std::size_t count = std::max<std::size_t>(1, next - i);
-    total += double(count) * cost(b);
+    total += double(count) * cost(b, pricing);
     i += count;
   }
   return total;
@@ -84,7 +86,7 @@ double CpuCostProfile::rate(std::size_t begin, std::size_t iterations) const {
   return s > 0 ? double(std::max<std::size_t>(1, iterations)) / s : 0;
 }
 
-std::size_t CpuCostProfile::within(std::size_t begin, double seconds, std::size_t cap) const {
+std::size_t CpuCostProfile::within(std::size_t begin, double seconds, std::size_t cap, Pricing pricing) const {
   if (!measured() || !(seconds > 0)) return 0;
   std::size_t taken = 0;
   double left = seconds;
@@ -93,7 +95,7 @@ std::size_t CpuCostProfile::within(std::size_t begin, double seconds, std::size_
     const std::size_t b = n_ ? bin_of(std::min(i, n_ - 1)) : 0;
     const std::size_t bin_end = n_ == 0 || b + 1 == kBins ? begin + cap : std::min(begin + cap, bin_begin(b + 1));
     const std::size_t count = std::max<std::size_t>(1, bin_end - i);
-    const double c = n_ ? cost(b) : all_seconds_ / all_iterations_;
+    const double c = n_ ? cost(b, pricing) : all_seconds_ / all_iterations_;
     if (double(count) * c > left) return taken + std::size_t(left / c);
     left -= double(count) * c;
     taken += count;

@@ -39,12 +39,19 @@ class CpuCostProfile {
   // One worker ran [begin, begin + iterations) in `seconds`.
   void record(std::size_t begin, std::size_t iterations, double seconds);
   bool measured() const { return all_iterations_ > 0; }
+  // How a bin no chunk has covered is priced. `cautious`: doubled per bin from its covered
+  // successor (above), for "does it end in time" — it over-prices. `likely`: its covered successor's
+  // price as it is, for dividing work evenly: the doubled prices of a share's six new bins in front
+  // of the covered tail (2x to 64x) made an even-cost split's front parts a few rows each and its
+  // last part the whole covered tail, 481 Mandelbrot rows on one worker (8.9 ms where the other
+  // parts ended by 1.3; one H200, perf/RESULTS.md 2026-11-28 16:28Z).
+  enum class Pricing { cautious, likely };
   // Seconds one worker is predicted to spend on [begin, begin + iterations) (0 before any record).
-  double seconds(std::size_t begin, std::size_t iterations) const;
+  double seconds(std::size_t begin, std::size_t iterations, Pricing pricing = Pricing::cautious) const;
   // Iterations per second of one worker over [begin, begin + iterations) (0 before any record).
   double rate(std::size_t begin, std::size_t iterations) const;
   // The most iterations from `begin` (at most `cap`) one worker is predicted to end within `seconds`.
-  std::size_t within(std::size_t begin, double seconds, std::size_t cap) const;
+  std::size_t within(std::size_t begin, double seconds, std::size_t cap, Pricing pricing = Pricing::cautious) const;
   // The most iterations at the range's end (at most `cap` of them) whose predicted seconds add up to
   // no more than `seconds`: what the workers, together, end of the tail by then.
   std::size_t within_tail(double seconds, std::size_t cap) const;
@@ -61,10 +68,13 @@ class CpuCostProfile {
   __extension__ using Wide = unsigned __int128;
   std::size_t bin_of(std::size_t i) const { return n_ ? std::min(kBins - 1, std::size_t(Wide(i) * kBins / n_)) : 0; }
   std::size_t bin_begin(std::size_t b) const { return std::size_t((Wide(b) * n_ + kBins - 1) / kBins); }
-  double cost(std::size_t b) const { return priced().cost[b]; }  // predicted seconds per iteration in bin b
-  double measured_cost(std::size_t b) const;                     // of a covered bin
+  double cost(std::size_t b, Pricing pricing = Pricing::cautious) const {  // predicted seconds per iteration in bin b
+    return pricing == Pricing::likely ? priced().likely[b] : priced().cost[b];
+  }
+  double measured_cost(std::size_t b) const;  // of a covered bin
   struct Prices {
     std::vector<double> cost = std::vector<double>(kBins, 0.0);
+    std::vector<double> likely = std::vector<double>(kBins, 0.0);    // Pricing::likely's
     std::vector<double> tail = std::vector<double>(kBins + 1, 0.0);  // tail[b]: seconds of [bin_begin(b), n)
   };
   // Recomputed after a record or a restart, once: the schedulers ask many times in between.

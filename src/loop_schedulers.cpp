@@ -674,8 +674,10 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     // differ a thousandfold, and a count's even parts held simulated SpMV calls to twice the best split.
     // One iteration over the quota: rounded down, N-body's 64 left 15 workers 4 over, and a second
     // chunk each for 4 of them (simulated, the call 1.66 ms where the device alone takes 1.3).
-    if (cpu_quota_ <= 0) cpu_quota_ = cpu_seconds(remaining, remaining) / double(cpu_workers_);
-    chunk = std::min(remaining, cpu_within(remaining, cpu_quota_ * 1.0001) + 1);
+    // At the likely prices, not the cautious ones (CpuCostProfile::Pricing).
+    constexpr auto likely = CpuCostProfile::Pricing::likely;
+    if (cpu_quota_ <= 0) cpu_quota_ = cpu_seconds(remaining, remaining, likely) / double(cpu_workers_);
+    chunk = std::min(remaining, cpu_within(remaining, cpu_quota_ * 1.0001, likely) + 1);
   } else if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
     // Nothing measured yet: small probes, never more than a fair share.
     chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));

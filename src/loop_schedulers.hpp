@@ -84,9 +84,13 @@ class LoopScheduler {
   // One CPU worker on the iterations left: its mean rate over all of them (set before each
   // next_cpu/next_device: 0 while no CPU chunk was timed), the seconds of the next `p` of them,
   // and how many of them it ends within `seconds`.
-  double cpu_seconds(std::size_t remaining, std::size_t p) const { return cpu_cost_.seconds(call_n_ - remaining, p); }
-  std::size_t cpu_within(std::size_t remaining, double seconds) const {
-    return cpu_cost_.within(call_n_ - remaining, seconds, remaining);
+  double cpu_seconds(std::size_t remaining, std::size_t p,
+                     CpuCostProfile::Pricing pricing = CpuCostProfile::Pricing::cautious) const {
+    return cpu_cost_.seconds(call_n_ - remaining, p, pricing);
+  }
+  std::size_t cpu_within(std::size_t remaining, double seconds,
+                         CpuCostProfile::Pricing pricing = CpuCostProfile::Pricing::cautious) const {
+    return cpu_cost_.within(call_n_ - remaining, seconds, remaining, pricing);
   }
   // The iterations at the range's end the CPU has run (no gap): past them its prices are guesses,
   // and LogFit leaves it some of them to learn from (LogFitScheduler::next_device); and how many

@@ -204,6 +204,14 @@ TEST_CASE("on Mandelbrot's rows LogFit learns the cheap tail the CPU never ran, 
     CHECK(calls[call].device_pieces > calls[call].device_chunks);
     CHECK(calls[call].end() <= 0.95 * best_static);
   }
+  // The tail the CPU is left to learn is sized to end in half the device's share's time, and its
+  // workers end it together: split at the doubled prices of the bins the share newly reached, one
+  // worker took the whole covered tail (the CPU's end 0.65 -> 3.16 ms over calls 1-7, past the
+  // device's 3.06 at call 7; one H200, 8.9 ms where the other parts ended by 1.3).
+  for (std::size_t call = 1; call < calls.size(); ++call) {
+    CAPTURE(call);
+    CHECK(calls[call].cpu_end <= 0.75 * calls[call].device_end);
+  }
   MESSAGE("device alone " << device_alone * 1e3 << " ms, best static " << best_static * 1e3
                           << " ms, LogFit's last call " << calls.back().end() * 1e3 << " ms (CPU "
                           << calls.back().cpu_iterations << " rows in " << calls.back().cpu_chunks
@@ -543,6 +551,12 @@ TEST_CASE("a bin the CPU never ran is priced from the one after it, doubled per 
   CHECK(guessing.within_tail(430e-6, 250) == 250);  // capped
   CHECK(cautious.within_tail(10e-3, 25'600) == doctest::Approx(298).epsilon(0.03));
   CHECK(cautious.within_tail(0, 25'600) == 0);
+  // Priced as likely, for an even split, those bins cost what the known one after them does.
+  constexpr auto likely = CpuCostProfile::Pricing::likely;
+  CHECK(guessing.seconds(25'300, 100, likely) == doctest::Approx(108e-6).epsilon(0.05));
+  CHECK(guessing.seconds(25'200, 100, likely) == doctest::Approx(108e-6).epsilon(0.05));
+  CHECK(guessing.within(25'200, 216e-6, 400, likely) == doctest::Approx(200).epsilon(0.03));
+  CHECK(cautious.seconds(25'300, 100, likely) == doctest::Approx(10e-3).epsilon(0.05));  // no guess: the costliest
 }
 
 TEST_CASE("a scheduler spec is plain decimal, refused whole when out of range, and has no blank anywhere") {
