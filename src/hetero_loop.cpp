@@ -907,6 +907,7 @@ LoopState::Ended LoopState::end_of_call() {
   e.failed_chunk = failed_chunk_;
   e.cause = cause_;
   e.refusal = refusal_;
+  e.failed_own = failed_own_;
   e.tiles.assign(tiles_[0].begin(), tiles_[0].end());
   for (std::size_t d = 1; d < tiles_.size(); ++d) e.device_tiles.emplace_back(tiles_[d].begin(), tiles_[d].end());
   return e;
@@ -1018,7 +1019,15 @@ LoopReport LoopState::run(std::size_t n) {
   failures[0].name = "parallel_for " + e.failed_chunk;
   failures[0].cause = e.cause;
   failures[0].exception = e.refusal;
+  failures[0].cancelled = !e.failed_own;
   failures.insert(failures.end(), waits.failures.begin(), waits.failures.end());
+  // A chunk that only waited on an earlier request that failed (a host task that wrote its input
+  // threw, say) did nothing wrong: that request is what a user reads first and has to fix.
+  if (!e.failed_own) {
+    const auto root =
+        std::find_if(failures.begin() + 1, failures.end(), [](const FailedRequest& f) { return !f.cancelled; });
+    if (root != failures.end()) std::rotate(failures.begin(), root, root + 1);
+  }
   if (waits.lost) waits.throw_lost(std::move(failures));
   throw RequestFailed(std::move(failures));
 }

@@ -56,6 +56,7 @@ class LoopState {
     // refused at submission (a UsageError, say).
     std::string failed_chunk, cause;
     std::exception_ptr refusal;
+    bool failed_own = false;  // failed_chunk's own work failed; else it was cancelled by what it waited on
     std::vector<std::shared_ptr<TileState>> tiles;
     // The same on each further device (index d - 1): its own tiles over the home ones.
     std::vector<std::vector<std::shared_ptr<TileState>>> device_tiles;

@@ -53,7 +53,8 @@ struct FileNotFoundError : Error {
 };
 
 // One request that failed or was cancelled, as a wait reports it.
-// A parallel_for call's failed chunk comes first with kind "chunk" and id 0 (not a request itself).
+// A parallel_for call's failed chunk comes first with kind "chunk" and id 0 (not a request itself),
+// after the request that failed where the chunk only waited on it (then the chunk is `cancelled`).
 struct FailedRequest {
   std::uint64_t id = 0;  // its number in program order (the "#12" of messages and dumps)
   std::string kind;      // "H2D", "D2H", "kernel", "host" (a host task or an on_ready hook), "free" or "chunk"

@@ -162,7 +162,9 @@ class HeteroLoop {
   // refused one `exception` holds what the submission or writes threw, a UsageError say; for one
   // whose own command failed its cause names that command and the driver's reason), the one whose
   // own work failed rather than one that waited on it, then the failed requests on the loop's
-  // tiles, earlier ones included, each reported once. Not from inside a host task or hook of the
+  // tiles, earlier ones included, each reported once. Where no chunk's own work failed (it waited on
+  // an earlier request on the loop's tiles that failed: a host task that wrote its input threw),
+  // that request comes first and the chunk after it, `cancelled`. Not from inside a host task or hook of the
   // same controller, and one call at a time per HeteroLoop (two loops may run at once, from two
   // threads).
   LoopReport operator()(std::size_t n);
