@@ -679,8 +679,14 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
     if (cpu_quota_ <= 0) cpu_quota_ = cpu_seconds(remaining, remaining, likely) / double(cpu_workers_);
     chunk = std::min(remaining, cpu_within(remaining, cpu_quota_ * 1.0001, likely) + 1);
   } else if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
-    // Nothing measured yet: small probes, never more than a fair share.
-    chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, remaining / (cpu_workers_ + running)));
+    // Nothing measured yet: small probes, never more than a fair share. Once the CPU is measured,
+    // a device that has said nothing for `now` seconds takes at least that long, so a chunk may
+    // last half of it: probes of 64 while PoCL built a kernel with a cold cache (seconds) made
+    // 15,599 CPU chunks of one call, each paying a hook's submission (tester 8's 1M iterations on
+    // the default device).
+    const std::size_t fair = remaining / (cpu_workers_ + running);
+    chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, fair));
+    if (cpu_thr_ > 0) chunk = std::max(chunk, std::min(fair, cpu_within(remaining, 0.1 * now)));
   } else if (exploring) {
     // 002's rule while a device explores: a CPU chunk as long as the shortest device chunk in
     // flight (gpu_chunk / f), and no more than this worker runs before the planned sides would end

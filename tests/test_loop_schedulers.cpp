@@ -296,6 +296,41 @@ TEST_CASE("beside the CPU, a device's planned chunks keep their size while the s
   CHECK(distinct <= 3);
 }
 
+// A device's first chunk may take seconds before anything is known of it (PoCL building the kernel
+// with a cold cache: tester 8's loop of 1M iterations on the default device). The CPU, measured
+// meanwhile, kept to probes of 64 iterations until a device's rate was known: 15,599 CPU chunks in
+// that call, each paying a hook's submission. A device that has said nothing for `now` seconds takes
+// at least that long, so a CPU chunk may last a tenth of it: chunks grow with the wait.
+TEST_CASE("while a device's first chunk is slow to come back, the CPU's chunks grow with the wait") {
+  for (unsigned workers : {1u, 4u}) {
+    CAPTURE(workers);
+    Machine m;
+    m.workers = workers;
+    m.cpu_rate = 2e7;
+    m.cpu_chunk_cost = 30e-6;
+    m.devices = {SimDevice(saturating(4e8, 4096), 20e-6, 50e-6)};
+    auto chunks = std::make_shared<int>(0);
+    m.devices[0].late = [chunks] { return ++*chunks == 1 ? 2.0 : 0.0; };  // the first notice 2 s late
+    const std::size_t n = 1'000'000;
+    LogFitScheduler lf(m.workers, 1);
+    double last = 0;
+    for (int call = 0; call < 4; ++call) {
+      CAPTURE(call);
+      const Outcome o = simulate(lf, m, n, last);
+      CHECK(each_once(o));
+      last = o.end();
+      if (call == 0) {
+        MESSAGE(workers << " workers, the first call: " << o.cpu_chunks << " CPU chunks, " << o.cpu_iterations
+                        << " iterations on the CPU, ended at " << o.end() << " s");
+        CHECK(o.cpu_chunks <= 100 * workers);  // 64 iterations each before: 15,600
+        CHECK(o.cpu_end <= 0.1);               // its work is 0.05 s on one worker; 0.52 with its chunks' cost before
+      } else {
+        CHECK(o.end() <= 1.1 * double(n) / (4e8 + workers * 2e7) + 1e-3);
+      }
+    }
+  }
+}
+
 TEST_CASE("LogFit explores again when the device's behaviour changes") {
   Machine m;
   m.workers = 8;
