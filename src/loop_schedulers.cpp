@@ -681,9 +681,11 @@ std::size_t LogFitScheduler::next_cpu(std::size_t remaining, double now) {
   } else if (cpu_thr_ <= 0 || (running > 0 && devices_thr <= 0)) {
     // Nothing measured yet: small probes, never more than a fair share. Once the CPU is measured,
     // a device that has said nothing for `now` seconds takes at least that long, so a chunk may
-    // last half of it: probes of 64 while PoCL built a kernel with a cold cache (seconds) made
-    // 15,599 CPU chunks of one call, each paying a hook's submission (tester 8's 1M iterations on
-    // the default device).
+    // last a tenth of it (a tenth: what a worker holds of the call's end stays small, and in
+    // simulation half changed what the first call taught the CPU's profile, SpMV's calls 20 %
+    // slower after): probes of 64 while PoCL built a kernel with a cold cache (seconds) made 15,599
+    // CPU chunks of one call, each paying a hook's submission (tester 8's 1M iterations on the
+    // default device).
     const std::size_t fair = remaining / (cpu_workers_ + running);
     chunk = std::max<std::size_t>(1, std::min<std::size_t>(64, fair));
     if (cpu_thr_ > 0) chunk = std::max(chunk, std::min(fair, cpu_within(remaining, 0.1 * now)));
