@@ -641,11 +641,17 @@ TEST_CASE("a device chunk whose kernel faults ends the call with the fault named
       auto y = c.tile<int>(n, "y");
       Kernel oob = ones_kernel(c, "oob");
       LoopBody body;
+      std::atomic<bool> device_called{false};
       body.device = [&](Controller& ctl, Chunk ch) {
+        device_called = true;
         ctl.launch(oob, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), cl_ulong(ch.end));
       };
+      // Under sync the CPU's chunks go out first and the device's on the calling thread: a worker
+      // that took every chunk before it left the device nothing to fault (seen once under ctest -j2).
+      // So a CPU chunk waits (5 s at most) until the device has had one.
       if (with_cpu)
         body.cpu = [&](Chunk ch) {
+          for (int ms = 0; ms < 5000 && !device_called; ++ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
           for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
         };
       body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
