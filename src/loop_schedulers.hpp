@@ -276,6 +276,7 @@ class LogFitScheduler : public LoopScheduler {
     double first_fixed = 0;                // the same for a call's first chunk, which also waits for the reads
     double back = 0;                       // seconds per iteration to bring a chunk's results back (0: none seen)
     std::size_t back_from = 0;             // iterations of the largest chunk `back` was learned from
+    bool confirmed = false;                // a planned chunk was learned from since it explored
     int worse_calls = 0;                   // calls in a row whose judged chunks were mostly slow
     int judged_good = 0, judged_slow = 0;  // this call's
     std::vector<InFlight> in_flight;       // in submission order: an in-order queue ends them so
