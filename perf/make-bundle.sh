@@ -17,7 +17,7 @@ for t in test_appendix_a test_errors test_loop_workloads test_random_programs te
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" "$dir/bin/"
 done
 # The plain-OpenCL driver probes (tools/drivers/, docs/drivers.md), where they exist.
-for c in pocl_dlhandle_race device_fault_probe live_events_probe notice_probe flush_probe cross_context_pinned_probe chunk_chain_probe; do
+for c in pocl_dlhandle_race device_fault_probe live_events_probe event_cost_probe notice_probe flush_probe cross_context_pinned_probe chunk_chain_probe; do
   [ -f "$root/tools/drivers/$c.c" ] && cc -O2 "$root/tools/drivers/$c.c" -lOpenCL -lpthread -o "$dir/bin/$c"
 done
 cp -r "$root/kernels_cl" "$dir/kernels_cl"
