@@ -299,20 +299,36 @@ void LoopState::check_host_reads() const {
 
 bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
   const bool cpu = side < 0;
+  if (piece) *piece = 0;
+  if (!cpu && !given_back_.empty() && !stopping_) {  // a CPU chunk's tail, whole
+    chunk = given_back_.back();
+    given_back_.pop_back();
+    tails_taken_.insert(chunk.begin);
+    log().debug("parallel_for: {} takes over a cpu chunk's tail {}", side_text(side), range_text(chunk));
+    ++in_flight_;
+    return true;
+  }
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
-  if (piece) *piece = 0;
   if (!stopping_ && remaining > 0)
     size = cpu ? scheduler_->cpu_chunk(remaining, seconds_since(started_))
                : scheduler_->device_chunk(unsigned(side), remaining, seconds_since(started_), piece);
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
+    if (!cpu && remaining == 0 && !stopping_ && may_park_ && cpu_in_flight_ > 0 &&
+        device_per_iteration_[std::size_t(side)] > 0) {
+      log().debug("parallel_for: {} waits for a cpu chunk's tail", side_text(side));
+      parked_.push_back(unsigned(side));
+      device_waiting_.store(true, std::memory_order_relaxed);
+      return false;
+    }
     log().debug("parallel_for: a {} token stops, {} iterations left", side_text(side), remaining);
     drop_token(side);
     return false;
   }
   chunk = Chunk{next_, next_ + size};
+  if (cpu) ++cpu_in_flight_;
   if (piece && *piece > 0)
     log().debug("parallel_for: {} chunk {} of {} left, in pieces of {}", side_text(side), range_text(chunk), remaining,
                 *piece);
@@ -392,10 +408,11 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
     log().debug("parallel_for: {} chunk {} ended at {:.3f} ms: {:.3f} ms{}", side_text(side_index), range_text(chunk),
                 seconds_since(started_) * 1e3, seconds * 1e3,
                 cpu ? std::string() : fmt::format(", round trip {:.3f} ms", round_trip * 1e3));
-  if (cpu)
+  if (cpu) {
     scheduler_->record_cpu(chunk.begin, chunk.size(), seconds);
-  else
+  } else if (!is_tail(side_index, chunk)) {
     scheduler_->record_device(unsigned(side_index), chunk.begin, chunk.size(), seconds, round_trip);
+  }
   std::lock_guard lock(m_);
   if (!cpu && seconds > 0 && chunk.size() > 0)
     device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
@@ -440,9 +457,13 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
                            std::exception_ptr refusal, bool own) {
   const bool cpu = side_index < 0;
   std::unique_lock lock(m_);
-  if (!cpu)
+  if (!cpu) {
     std::erase_if(chunk_ends_,
                   [&](const ChunkEnds& e) { return e.device == unsigned(side_index) && e.begin == chunk.begin; });
+    tails_taken_.erase(chunk.begin);
+  } else if (--cpu_in_flight_ == 0 || stopping_) {
+    release_parked();
+  }
   auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
   side.chunks += 1;
@@ -451,6 +472,19 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   --in_flight_;
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
+}
+
+bool LoopState::is_tail(int side_index, Chunk chunk) {
+  std::lock_guard lock(m_);
+  return side_index >= 0 && tails_taken_.count(chunk.begin) > 0;
+}
+
+void LoopState::release_parked() {
+  // A tail still in given_back_ has its own token on the way (yield_tail woke it); when stopping,
+  // that token stops at take() and the call reports why.
+  for (const unsigned d : parked_) drop_token(int(d));
+  parked_.clear();
+  device_waiting_.store(false, std::memory_order_relaxed);
 }
 
 void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
@@ -498,8 +532,10 @@ void LoopState::next_cpu() {
           const auto t0 = std::chrono::steady_clock::now();
           std::exception_ptr thrown;
           std::string failure;
+          std::vector<unsigned> wake;
+          Chunk ran = chunk;  // less its tail, where a device took that over
           try {
-            body_.cpu(chunk);
+            ran.end = run_cpu_pieces(chunk, wake);
           } catch (const std::exception& e) {
             thrown = std::current_exception();
             failure = std::string("threw: ") + e.what();
@@ -507,14 +543,58 @@ void LoopState::next_cpu() {
             thrown = std::current_exception();
             failure = "threw an exception that is not a std::exception";
           }
-          chunk_ended(-1, chunk, seconds_since(t0), failure, 0, thrown);  // failures() gives what it threw
-          next_cpu();                                                     // the next chunk, or the token's end
-          if (thrown) std::rethrow_exception(thrown);                     // the hook's request fails: a wait names it
+          if (thrown) ran = chunk;                                      // the chunk failed, whole
+          chunk_ended(-1, ran, seconds_since(t0), failure, 0, thrown);  // failures() gives what it threw
+          for (const unsigned d : wake) next_device(d);                 // the tail, on the device that waited
+          next_cpu();                                                   // the next chunk, or the token's end
+          if (thrown) std::rethrow_exception(thrown);                   // the hook's request fails: a wait names it
         },
         std::move(roles));
   } catch (...) {
     refused(-1, chunk, std::current_exception());
   }
+}
+
+std::size_t LoopState::run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake) {
+  constexpr double kPieceSeconds = 0.5e-3;  // a piece faster than this doubles the next
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t at = chunk.begin, step = std::max<std::size_t>(1, chunk.size() / 64);
+  while (at < chunk.end) {
+    const auto p0 = std::chrono::steady_clock::now();
+    const Chunk part{at, at + std::min(step, chunk.end - at)};  // no sum past SIZE_MAX
+    body_.cpu(part);
+    at = part.end;
+    if (at < chunk.end && device_waiting_.load(std::memory_order_relaxed) &&
+        yield_tail(chunk, at, seconds_since(t0), wake))
+      break;
+    if (seconds_since(p0) < kPieceSeconds) step = step > chunk.size() / 2 ? chunk.size() : 2 * step;
+  }
+  return at;
+}
+
+bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake) {
+  // The CPU's time for the tail at its rate on this chunk so far, against the fastest waiting
+  // device's at its latest chunk's rate plus what a device chunk costs beside its kernel (launch,
+  // transfer back, the notice of its end). Given only where the device's would be under half of
+  // it: the rates are of other iterations, and a tail given for little gain costs the device a
+  // chunk the scheduler did not plan.
+  constexpr double kDeviceChunkCost = 200e-6;
+  std::lock_guard lock(m_);
+  if (parked_.empty() || stopping_) return false;
+  const std::size_t tail = chunk.end - stopped_at;
+  const double cpu_left = seconds / double(stopped_at - chunk.begin) * double(tail);
+  std::size_t fastest = 0;
+  for (std::size_t i = 1; i < parked_.size(); ++i)
+    if (device_per_iteration_[parked_[i]] < device_per_iteration_[parked_[fastest]]) fastest = i;
+  const unsigned d = parked_[fastest];
+  if (device_per_iteration_[d] * double(tail) + kDeviceChunkCost > 0.5 * cpu_left) return false;
+  log().debug("parallel_for: cpu chunk {} gives its tail {} to {} (cpu {:.3f} ms left)", range_text(chunk),
+              range_text(Chunk{stopped_at, chunk.end}), side_text(int(d)), cpu_left * 1e3);
+  given_back_.push_back(Chunk{stopped_at, chunk.end});
+  wake.push_back(d);
+  parked_.erase(parked_.begin() + std::ptrdiff_t(fastest));
+  device_waiting_.store(!parked_.empty(), std::memory_order_relaxed);
+  return true;
 }
 
 bool LoopState::read_before_device_chunk(const Access& w) const {
@@ -641,7 +721,8 @@ void LoopState::next_device(unsigned d) {
       auto halves = std::make_shared<Halves>();
       auto half_done = [this, d, chunk, halves] {
         if (halves->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-        if (halves->failure.empty()) scheduler_->record_transfer_back(d, chunk.size(), halves->back_seconds);
+        if (halves->failure.empty() && !is_tail(int(d), chunk))
+          scheduler_->record_transfer_back(d, chunk.size(), halves->back_seconds);
         chunk_back(int(d), chunk, halves->seconds, halves->failure, nullptr, halves->own);
       };
       std::vector<Access> computed;
@@ -775,6 +856,12 @@ void LoopState::begin(std::size_t n) {
     cause_.clear();
     refusal_ = nullptr;
     chunk_ends_.clear();
+    given_back_.clear();
+    parked_.clear();
+    tails_taken_.clear();
+    cpu_in_flight_ = 0;
+    device_waiting_.store(false, std::memory_order_relaxed);
+    may_park_ = engine.policy == Policy::async;
     tiles_.assign(devices_.size(), {});
     first_chunk_reads_.assign(devices_.size(), {});
     report_ = LoopReport{};

@@ -206,6 +206,43 @@ TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler"
 
 // A CPU loop of 2^56 iterations or more hung in the CPU's cost profile (its bin arithmetic wrapped).
 // The body only counts its chunks' iterations: no range that large could run.
+// A run-once loop paid for LogFit's first CPU chunks whole: 64 iterations each, where 64 of
+// Mandelbrot 4096²'s rows through the set held a worker 0.4 s after the H200 had run the rest.
+// Here each CPU iteration takes 20 ms, so a CPU chunk run whole would hold the call for seconds
+// after the device (PoCL) has run every other iteration; the hand-over leaves the CPU a few pieces.
+TEST_CASE("a CPU chunk the device would finish far sooner gives the device its tail, every iteration once") {
+  struct Case {
+    std::string scheduler;
+    std::size_t cpu_chunk;  // what the scheduler hands a CPU worker here
+  };
+  for (const Case& k : {Case{"logfit", 64}, Case{"dynamic:640", 640}}) {
+    CAPTURE(k.scheduler);
+    Controller c(test::options(Policy::async));
+    const std::size_t n = 20000;
+    CountingLoop counting(c, n);
+    LoopBody body = counting.body();
+    const auto counted = body.cpu;
+    body.cpu = [counted](Chunk ch) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20) * ch.size());
+      counted(ch);
+    };
+    HeteroLoop loop(c, body, {.scheduler = k.scheduler, .cpu_workers = 2});
+    for (int call = 0; call < 2; ++call) {
+      CAPTURE(call);
+      for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
+      test::fill(counting.device_hits, 0);
+      const LoopReport report = loop(n);
+      std::size_t on_cpu = 0, on_device = 0;
+      CHECK(counting.each_once(n, on_cpu, on_device));
+      CHECK(report.sides[0].iterations == on_cpu);
+      CHECK(report.sides[1].iterations == on_device);
+      // Whole, each CPU chunk would have run k.cpu_chunk iterations (LogFit's later calls hand the
+      // CPU fewer: it is measured slow by then).
+      if (call == 0) CHECK(on_cpu <= report.sides[0].chunks * k.cpu_chunk / 2);
+    }
+  }
+}
+
 TEST_CASE("a loop with only a CPU body covers ranges up to the largest size_t") {
   Controller c(test::options(Policy::async));
   for (std::size_t n : {std::size_t(1) << 56, SIZE_MAX})
