@@ -194,6 +194,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   views_.resize(devices_.size());
   constants_on_.assign(devices_.size(), 0);
   device_per_iteration_.assign(devices_.size(), 0.0);
+  device_beside_kernel_.assign(devices_.size(), 0.0);
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
   // Devices of one model run equal work in equal time: what lets the scheduler tell a costly part
@@ -316,8 +317,9 @@ bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
   // The last token left takes whatever the scheduler handed to nobody: every iteration runs.
   if (size == 0 && tokens_ == 1 && !stopping_) size = remaining;
   if (size == 0) {
-    if (!cpu && remaining == 0 && !stopping_ && may_park_ && cpu_in_flight_ > 0 &&
-        device_per_iteration_[std::size_t(side)] > 0) {
+    // Nothing left, or the scheduler gives this device nothing more: it may still run a CPU
+    // chunk's tail far sooner than the CPU (yield_tail), so it waits while CPU chunks run.
+    if (!cpu && !stopping_ && may_park_ && cpu_in_flight_ > 0 && device_per_iteration_[std::size_t(side)] > 0) {
       log().debug("parallel_for: {} waits for a cpu chunk's tail", side_text(side));
       parked_.push_back(unsigned(side));
       device_waiting_.store(true, std::memory_order_relaxed);
@@ -414,8 +416,10 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
     scheduler_->record_device(unsigned(side_index), chunk.begin, chunk.size(), seconds, round_trip);
   }
   std::lock_guard lock(m_);
-  if (!cpu && seconds > 0 && chunk.size() > 0)
+  if (!cpu && seconds > 0 && chunk.size() > 0) {
     device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
+    device_beside_kernel_[std::size_t(side_index)] = std::max(0.0, round_trip - seconds);
+  }
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's kernels (run_to_end)
 }
 
@@ -461,8 +465,6 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
     std::erase_if(chunk_ends_,
                   [&](const ChunkEnds& e) { return e.device == unsigned(side_index) && e.begin == chunk.begin; });
     tails_taken_.erase(chunk.begin);
-  } else if (--cpu_in_flight_ == 0 || stopping_) {
-    release_parked();
   }
   auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
@@ -470,21 +472,22 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   side.busy_seconds += seconds;
   if (!failure.empty()) note_failure(side_index, chunk, failure, std::move(refusal), own);
   --in_flight_;
+  // The parked device tokens decide again once no CPU chunk can give them a tail: they take what
+  // is left to hand out, or stop (a token never waits for a tail that cannot come).
+  std::vector<unsigned> wake;
+  if (cpu && (--cpu_in_flight_ == 0 || stopping_)) {
+    wake.swap(parked_);
+    device_waiting_.store(false, std::memory_order_relaxed);
+  }
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
+  if (lock.owns_lock()) lock.unlock();
+  for (const unsigned d : wake) next_device(d);
 }
 
 bool LoopState::is_tail(int side_index, Chunk chunk) {
   std::lock_guard lock(m_);
   return side_index >= 0 && tails_taken_.count(chunk.begin) > 0;
-}
-
-void LoopState::release_parked() {
-  // A tail still in given_back_ has its own token on the way (yield_tail woke it); when stopping,
-  // that token stops at take() and the call reports why.
-  for (const unsigned d : parked_) drop_token(int(d));
-  parked_.clear();
-  device_waiting_.store(false, std::memory_order_relaxed);
 }
 
 void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
@@ -574,20 +577,25 @@ std::size_t LoopState::run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake) 
 
 bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake) {
   // The CPU's time for the tail at its rate on this chunk so far, against the fastest waiting
-  // device's at its latest chunk's rate plus what a device chunk costs beside its kernel (launch,
-  // transfer back, the notice of its end). Given only where the device's would be under half of
-  // it: the rates are of other iterations, and a tail given for little gain costs the device a
-  // chunk the scheduler did not plan.
-  constexpr double kDeviceChunkCost = 200e-6;
+  // device's: its latest chunk's kernel rate, plus what that chunk took beside its kernel (launch,
+  // the wait in its queue, the notice of its end; 200 us at least, for the transfer back). Given
+  // only where the CPU would still take 2 ms or more and the device under half of that: the rates
+  // are of other iterations, and on one H200 tails given for less slowed the first calls of
+  // Barnes-Hut and SpMV by 15-19 % (perf/RESULTS.md, 2026-11-28 21:21Z).
+  constexpr double kLeastBeside = 200e-6, kLeastCpuLeft = 2e-3;
   std::lock_guard lock(m_);
   if (parked_.empty() || stopping_) return false;
   const std::size_t tail = chunk.end - stopped_at;
   const double cpu_left = seconds / double(stopped_at - chunk.begin) * double(tail);
+  if (cpu_left < kLeastCpuLeft) return false;
+  const auto device_time = [&](unsigned d) {
+    return device_per_iteration_[d] * double(tail) + std::max(kLeastBeside, device_beside_kernel_[d]);
+  };
   std::size_t fastest = 0;
   for (std::size_t i = 1; i < parked_.size(); ++i)
-    if (device_per_iteration_[parked_[i]] < device_per_iteration_[parked_[fastest]]) fastest = i;
+    if (device_time(parked_[i]) < device_time(parked_[fastest])) fastest = i;
   const unsigned d = parked_[fastest];
-  if (device_per_iteration_[d] * double(tail) + kDeviceChunkCost > 0.5 * cpu_left) return false;
+  if (device_time(d) > 0.5 * cpu_left) return false;
   log().debug("parallel_for: cpu chunk {} gives its tail {} to {} (cpu {:.3f} ms left)", range_text(chunk),
               range_text(Chunk{stopped_at, chunk.end}), side_text(int(d)), cpu_left * 1e3);
   given_back_.push_back(Chunk{stopped_at, chunk.end});
@@ -861,7 +869,7 @@ void LoopState::begin(std::size_t n) {
     tails_taken_.clear();
     cpu_in_flight_ = 0;
     device_waiting_.store(false, std::memory_order_relaxed);
-    may_park_ = engine.policy == Policy::async;
+    may_park_ = engine.policy == Policy::async && !scheduler_->fixed_shares();
     tiles_.assign(devices_.size(), {});
     first_chunk_reads_.assign(devices_.size(), {});
     report_ = LoopReport{};

@@ -101,8 +101,6 @@ class LoopState {
   // device token to go on with the tail.
   std::size_t run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake);
   bool yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake);
-  // Under m_: the parked device tokens stop once no CPU chunk can give them a tail.
-  void release_parked();
   bool is_tail(int side, Chunk chunk);  // a device chunk made of a CPU chunk's tail (takes m_)
   void next_device(unsigned d);
   // Hands out the next chunk to a token of one side, or drops the token (false). Under m_.
@@ -196,7 +194,8 @@ class LoopState {
   // most: LogFit's first CPU chunks are 64 iterations each, and 64 of Mandelbrot 4096²'s rows through
   // the set held a worker 0.4 s after the H200 had run every other row in a few milliseconds.
   // Under m_: the tails given back, the device tokens that found nothing left to take while CPU
-  // chunks ran (parked: they hold their token), the begins of device chunks made of a tail (the
+  // chunks ran or the scheduler gave them nothing more (parked: they hold their token, and decide
+  // again once no CPU chunk runs: LoopState::chunk_back), the begins of device chunks made of a tail (the
   // scheduler is not told of them: a tail is not a size it chose), and the CPU chunks in flight.
   std::vector<Chunk> given_back_;
   std::vector<unsigned> parked_;
@@ -210,6 +209,7 @@ class LoopState {
   // Per device: seconds per iteration of its latest chunk that ended well (0: none yet), kept across
   // calls: when its next chunk should end, for the completion poller (Engine::expect_end).
   std::vector<double> device_per_iteration_;
+  std::vector<double> device_beside_kernel_;  // per device: its latest such chunk's round trip less its kernels
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end

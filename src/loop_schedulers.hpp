@@ -29,6 +29,9 @@ class LoopScheduler {
         kind_(devices_, -1) {}
   virtual ~LoopScheduler() = default;
   virtual std::string name() const = 0;
+  // The split between the sides is the user's (static) or the one being tried (oracle): the loop
+  // keeps it exactly, and no CPU chunk hands its tail to a device (LoopState::yield_tail).
+  virtual bool fixed_shares() const { return false; }
   unsigned devices() const { return devices_; }
   // Devices of one kind (equal numbers: the same model) run a chunk of equal work in equal time
   // (RegionWork::same_speed). Unset, every device is its own kind.
@@ -162,6 +165,7 @@ class StaticScheduler : public LoopScheduler {
   StaticScheduler(unsigned cpu_workers, std::vector<double> device_shares);
   StaticScheduler(unsigned cpu_workers, unsigned devices, double share);
   std::string name() const override;
+  bool fixed_shares() const override { return true; }
 
  protected:
   std::size_t next_cpu(std::size_t remaining, double now) override;

@@ -211,35 +211,53 @@ TEST_CASE("a loop with only a CPU body runs in few chunks under every scheduler"
 // Here each CPU iteration takes 20 ms, so a CPU chunk run whole would hold the call for seconds
 // after the device (PoCL) has run every other iteration; the hand-over leaves the CPU a few pieces.
 TEST_CASE("a CPU chunk the device would finish far sooner gives the device its tail, every iteration once") {
-  struct Case {
-    std::string scheduler;
-    std::size_t cpu_chunk;  // what the scheduler hands a CPU worker here
-  };
-  for (const Case& k : {Case{"logfit", 64}, Case{"dynamic:640", 640}}) {
-    CAPTURE(k.scheduler);
+  SUBCASE("logfit and dynamic hand tails over") {
+    struct Case {
+      std::string scheduler;
+      std::size_t cpu_chunk;  // what the scheduler hands a CPU worker here
+    };
+    for (const Case& k : {Case{"logfit", 64}, Case{"dynamic:640", 640}}) {
+      CAPTURE(k.scheduler);
+      Controller c(test::options(Policy::async));
+      const std::size_t n = 20000;
+      CountingLoop counting(c, n);
+      LoopBody body = counting.body();
+      const auto counted = body.cpu;
+      body.cpu = [counted](Chunk ch) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20) * ch.size());
+        counted(ch);
+      };
+      HeteroLoop loop(c, body, {.scheduler = k.scheduler, .cpu_workers = 2});
+      for (int call = 0; call < 2; ++call) {
+        CAPTURE(call);
+        for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
+        test::fill(counting.device_hits, 0);
+        const LoopReport report = loop(n);
+        std::size_t on_cpu = 0, on_device = 0;
+        CHECK(counting.each_once(n, on_cpu, on_device));
+        CHECK(report.sides[0].iterations == on_cpu);
+        CHECK(report.sides[1].iterations == on_device);
+        // Whole, each CPU chunk would have run k.cpu_chunk iterations (LogFit's later calls hand the
+        // CPU fewer: it is measured slow by then).
+        if (call == 0) CHECK(on_cpu <= report.sides[0].chunks * k.cpu_chunk / 2);
+      }
+    }
+  }
+  SUBCASE("a static split is the user's: kept exactly, however slow the CPU") {
     Controller c(test::options(Policy::async));
-    const std::size_t n = 20000;
+    const std::size_t n = 400;
     CountingLoop counting(c, n);
     LoopBody body = counting.body();
     const auto counted = body.cpu;
     body.cpu = [counted](Chunk ch) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20) * ch.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2) * ch.size());
       counted(ch);
     };
-    HeteroLoop loop(c, body, {.scheduler = k.scheduler, .cpu_workers = 2});
-    for (int call = 0; call < 2; ++call) {
-      CAPTURE(call);
-      for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
-      test::fill(counting.device_hits, 0);
-      const LoopReport report = loop(n);
-      std::size_t on_cpu = 0, on_device = 0;
-      CHECK(counting.each_once(n, on_cpu, on_device));
-      CHECK(report.sides[0].iterations == on_cpu);
-      CHECK(report.sides[1].iterations == on_device);
-      // Whole, each CPU chunk would have run k.cpu_chunk iterations (LogFit's later calls hand the
-      // CPU fewer: it is measured slow by then).
-      if (call == 0) CHECK(on_cpu <= report.sides[0].chunks * k.cpu_chunk / 2);
-    }
+    const LoopReport report = parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 2});
+    std::size_t on_cpu = 0, on_device = 0;
+    CHECK(counting.each_once(n, on_cpu, on_device));
+    CHECK(on_device == n / 2);
+    CHECK(report.sides[1].iterations == n / 2);
   }
 }
 
