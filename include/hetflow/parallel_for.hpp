@@ -76,7 +76,10 @@ Box rows_of(const Tile<T>& t, Chunk c) {
 // What one loop does, and to which tiles.
 struct LoopBody {
   // Iterations [c.begin, c.end) on the host images, on a TBB worker; chunks run at once on
-  // disjoint ranges. Unset: the CPU takes no chunk.
+  // disjoint ranges. Unset: the CPU takes no chunk. A CPU chunk calls it once per piece, back to
+  // back (a 64th of the chunk, doubling while a piece is quick); between pieces it may hand the
+  // rest to a device that waits with nothing left and would run it far sooner (not under a static
+  // or oracle split). Each iteration still runs once, on one side.
   std::function<void(Chunk)> cpu{};
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
   // Range(...).offset(c.begin), or the chunk as arguments), no transfers. Unset: CPU only. A
@@ -106,9 +109,9 @@ struct LoopOptions {
   // throughput in the previous call, evenly in the first),
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best). LogFit learns in its first call
-  // (device chunks of growing sizes, CPU probes: on one H200, Mandelbrot 4096x4096's first call 0.53 s,
-  // later ones 3.2-3.6 ms, the device alone 4.0): a loop called again belongs in a HeteroLoop, and a
-  // loop run once is better given a static share.
+  // (device chunks of growing sizes, CPU probes: on one H200, Mandelbrot 4096x4096's first call
+  // 34-59 ms, later ones 3.3-3.8 ms, the device alone 4.0): a loop called again belongs in a
+  // HeteroLoop, and a loop run once whose split is known is better given a static share.
   std::string scheduler = "logfit";
   // CPU chunks at once; 0 = the TBB threads less one, and two fewer for each device past the first.
   // Never more than the threads less one: one thread stays for the devices, whose completions and
