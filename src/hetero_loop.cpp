@@ -1015,11 +1015,13 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
       throw UsageError(std::string("parallel_for inside ") + (task->is_hook() ? "hook '" : "host task '") + task->name +
                        "' of one of its controllers would wait for the graph that runs the task");
   claim_and_begin(n);
-  // The calling thread is one of the threads the CPU workers leave to the devices (cpu_workers_for):
-  // it runs the graph's tasks until the call ends, the graph held open meanwhile, so a device's
-  // completion is taken up as soon as it comes (TBB wakes this thread for it) even while every
-  // worker runs a CPU chunk. Only one thread helps a graph at a time; if another does, this one
-  // checks every millisecond while that one runs the tasks.
+  // The calling thread counts among the threads the CPU workers leave to the devices
+  // (cpu_workers_for): it runs the graph's tasks until the call ends, the graph held open
+  // meanwhile, so a device's completion is taken up as soon as it comes even while every CPU token
+  // runs a chunk. Which thread stays free is TBB's choice: this one may run CPU chunks too (on two
+  // cores, with one CPU worker, it ran all of them), a worker then taking the devices' hooks. Only
+  // one thread helps a graph at a time; if another does, this one checks every millisecond while
+  // that one runs the tasks.
   const auto all_ended = [this] { return in_flight_ == 0 && tokens_ == 0; };
   std::unique_lock lock(m_);
   // The thread that made the home controller runs graph tasks in its arena until the call ends
