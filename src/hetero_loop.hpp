@@ -95,10 +95,10 @@ class LoopState {
   Ended end_of_call();  // once every chunk has ended
   void next_cpu();
   // A CPU chunk's body, run in pieces that start at a 64th of the chunk and double while each takes
-  // under half a millisecond. Between pieces, while a device token waits with nothing left to take
-  // (parked_), the chunk gives its tail to that device when the device would run it in well under
-  // the time the CPU would still take (yield_tail). Returns where the CPU stopped; `wake`: the
-  // device token to go on with the tail.
+  // under half a millisecond. Between pieces, while a device token waits (parked_: nothing left to
+  // take, or the scheduler gave it nothing more), the chunk gives its tail to that device when the
+  // device would run it in well under the time the CPU would still take (yield_tail). Returns where
+  // the CPU stopped; `wake`: the device token to go on with the tail.
   std::size_t run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake);
   bool yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake);
   bool is_tail(int side, Chunk chunk);  // a device chunk made of a CPU chunk's tail (takes m_)

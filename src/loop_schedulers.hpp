@@ -40,7 +40,8 @@ class LoopScheduler {
   std::string decisions() const;
 
   // The next chunk for a free CPU worker / device `d`, given the iterations not yet handed out;
-  // 0 = none for that side now (its token is dropped for the rest of the call). Never more than
+  // 0 = none for that side now (its token stops; a device's may instead wait for a CPU chunk's tail
+  // and ask again once no CPU chunk runs: LoopState::take). Never more than
   // `remaining`. `now`: seconds since this call's restart(), on the caller's clock (LogFit plans
   // the rest of the call from it: when each side will be free).
   std::size_t cpu_chunk(std::size_t remaining, double now);
