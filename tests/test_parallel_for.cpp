@@ -52,6 +52,16 @@ struct CountingLoop {
     b.writes = [this](Chunk ch) { return std::vector<Access>{io(device_hits.region(span_of(ch)))}; };
     return b;
   }
+  // body(), its CPU side taking `per_iteration` (asleep) for each iteration: a CPU far slower than
+  // the device.
+  LoopBody body_with_slow_cpu(std::chrono::milliseconds per_iteration) {
+    LoopBody b = body();
+    b.cpu = [counted = b.cpu, per_iteration](Chunk ch) {
+      std::this_thread::sleep_for(per_iteration * ch.size());
+      counted(ch);
+    };
+    return b;
+  }
   // Every iteration of [0, n) once, on one side.
   bool each_once(std::size_t n, std::size_t& on_cpu, std::size_t& on_device) const {
     on_cpu = on_device = 0;
@@ -221,13 +231,8 @@ TEST_CASE("a CPU chunk the device would finish far sooner gives the device its t
       Controller c(test::options(Policy::async));
       const std::size_t n = 20000;
       CountingLoop counting(c, n);
-      LoopBody body = counting.body();
-      const auto counted = body.cpu;
-      body.cpu = [counted](Chunk ch) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20) * ch.size());
-        counted(ch);
-      };
-      HeteroLoop loop(c, body, {.scheduler = k.scheduler, .cpu_workers = 2});
+      HeteroLoop loop(c, counting.body_with_slow_cpu(std::chrono::milliseconds(20)),
+                      {.scheduler = k.scheduler, .cpu_workers = 2});
       for (int call = 0; call < 2; ++call) {
         CAPTURE(call);
         for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
@@ -247,13 +252,8 @@ TEST_CASE("a CPU chunk the device would finish far sooner gives the device its t
     Controller c(test::options(Policy::async));
     const std::size_t n = 400;
     CountingLoop counting(c, n);
-    LoopBody body = counting.body();
-    const auto counted = body.cpu;
-    body.cpu = [counted](Chunk ch) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2) * ch.size());
-      counted(ch);
-    };
-    const LoopReport report = parallel_for(c, n, body, {.scheduler = "static:0.5", .cpu_workers = 2});
+    const LoopReport report = parallel_for(c, n, counting.body_with_slow_cpu(std::chrono::milliseconds(2)),
+                                           {.scheduler = "static:0.5", .cpu_workers = 2});
     std::size_t on_cpu = 0, on_device = 0;
     CHECK(counting.each_once(n, on_cpu, on_device));
     CHECK(on_device == n / 2);

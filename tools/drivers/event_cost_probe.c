@@ -47,25 +47,13 @@ int main(int argc, char** argv) {
   cl_device_id dev = probe_device(-1);
   char name[256];
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-  cl_int err;
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  check(err, "clCreateContext");
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
-  const char* src = "kernel void empty_kernel(global float* x) { (void)x; }";
-  cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  check(clBuildProgram(p, 1, &dev, "", NULL, NULL), "clBuildProgram");
-  cl_kernel k = clCreateKernel(p, "empty_kernel", &err);
-  check(err, "clCreateKernel");
-  cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4, NULL, &err);
-  check(err, "clCreateBuffer");
-  check(clSetKernelArg(k, 0, sizeof b, &b), "clSetKernelArg");
+  const struct empty_kernel_setup s = probe_empty_kernel(dev);
   float host[1] = {1.0f};
   double* t = malloc(sizeof(double) * (size_t)(2 * variants * rounds));
-  for (int tr = 0; tr < 2; ++tr) stream(q, k, b, host, tr, n / 10 + 1, chained); /* warm-up */
+  for (int tr = 0; tr < 2; ++tr) stream(s.q, s.k, s.buf, host, tr, n / 10 + 1, chained); /* warm-up */
   for (int r = 0; r < rounds; ++r)
     for (int tr = 0; tr < 2; ++tr)
-      for (int v = 0; v < variants; ++v) t[(tr * variants + v) * rounds + r] = stream(q, k, b, host, tr, n, v);
+      for (int v = 0; v < variants; ++v) t[(tr * variants + v) * rounds + r] = stream(s.q, s.k, s.buf, host, tr, n, v);
   printf("%s: %d commands per run, median of %d rounds, us per command\n", name, n, rounds);
   printf("%-24s %14s %16s\n", "variant", "empty kernel", "4-byte write");
   for (int v = 0; v < variants; ++v)

@@ -45,26 +45,14 @@ int main(int argc, char** argv) {
   cl_device_id dev = probe_device(-1);
   char name[256];
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-  cl_int err;
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  check(err, "clCreateContext");
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
-  const char* src = "kernel void empty_kernel(global float* x) { (void)x; }";
-  cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  check(clBuildProgram(p, 1, &dev, "", NULL, NULL), "clBuildProgram");
-  cl_kernel k = clCreateKernel(p, "empty_kernel", &err);
-  check(err, "clCreateKernel");
-  cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4, NULL, &err);
-  check(err, "clCreateBuffer");
-  check(clSetKernelArg(k, 0, sizeof b, &b), "clSetKernelArg");
+  const struct empty_kernel_setup s = probe_empty_kernel(dev);
   static const int keeps[] = {1, 16, 256, 4096};
   enum { nk = sizeof keeps / sizeof keeps[0], variants = 3 * nk };
   cl_event* ring = malloc(sizeof(cl_event) * (size_t)(n + 1));
   double* t = malloc(sizeof(double) * (size_t)(variants * rounds));
-  chain(q, k, n / 10 + 1, 1, 0, ring); /* warm-up */
+  chain(s.q, s.k, n / 10 + 1, 1, 0, ring); /* warm-up */
   for (int r = 0; r < rounds; ++r)
-    for (int v = 0; v < variants; ++v) t[v * rounds + r] = chain(q, k, n, keeps[v % nk], v / nk, ring);
+    for (int v = 0; v < variants; ++v) t[v * rounds + r] = chain(s.q, s.k, n, keeps[v % nk], v / nk, ring);
   printf("%s: %d chained empty kernels per run, median of %d rounds, us per enqueue\n", name, n, rounds);
   printf("%-16s %12s %14s %18s\n", "events alive", "no query", "query per enq.", "16 per 16th enq.");
   for (int v = 0; v < variants; ++v) qsort(t + v * rounds, (size_t)rounds, sizeof(double), cmp);

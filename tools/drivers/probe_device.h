@@ -49,3 +49,31 @@ static inline double median(double* v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp);
   return v[n / 2];
 }
+
+/* What the empty-kernel streams share (live_events_probe.c, event_cost_probe.c): a context and an
+ * in-order queue without profiling on `dev`, the kernel `empty_kernel(global float*)` that does
+ * nothing, and a 4-byte buffer set as its argument. */
+struct empty_kernel_setup {
+  cl_context ctx;
+  cl_command_queue q;
+  cl_kernel k;
+  cl_mem buf;
+};
+static inline struct empty_kernel_setup probe_empty_kernel(cl_device_id dev) {
+  struct empty_kernel_setup s;
+  cl_int err;
+  s.ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  check(err, "clCreateContext");
+  s.q = clCreateCommandQueue(s.ctx, dev, 0, &err);
+  check(err, "clCreateCommandQueue");
+  const char* src = "kernel void empty_kernel(global float* x) { (void)x; }";
+  cl_program p = clCreateProgramWithSource(s.ctx, 1, &src, NULL, &err);
+  check(err, "clCreateProgramWithSource");
+  check(clBuildProgram(p, 1, &dev, "", NULL, NULL), "clBuildProgram");
+  s.k = clCreateKernel(p, "empty_kernel", &err);
+  check(err, "clCreateKernel");
+  s.buf = clCreateBuffer(s.ctx, CL_MEM_READ_WRITE, 4, NULL, &err);
+  check(err, "clCreateBuffer");
+  check(clSetKernelArg(s.k, 0, sizeof s.buf, &s.buf), "clSetKernelArg");
+  return s;
+}
