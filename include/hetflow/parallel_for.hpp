@@ -78,7 +78,7 @@ struct LoopBody {
   // Iterations [c.begin, c.end) on the host images, on a TBB worker; chunks run at once on
   // disjoint ranges. Unset: the CPU takes no chunk. A CPU chunk calls it once per piece, back to
   // back (a 64th of the chunk, doubling while a piece is quick); between pieces it may hand the
-  // rest to a device that waits with nothing left and would run it far sooner (not under a static
+  // rest to a device that has nothing more to run and would run it far sooner (not under a static
   // or oracle split). Each iteration still runs once, on one side.
   std::function<void(Chunk)> cpu{};
   // Submits the device's work for [c.begin, c.end) on the controller: launches (with
