@@ -62,6 +62,11 @@ struct CountingLoop {
     };
     return b;
   }
+  // Both sides' counts back to 0, for the next call.
+  void reset() {
+    for (std::size_t i = 0; i < size; ++i) cpu_hits[i] = 0;
+    test::fill(device_hits, 0);
+  }
   // Every iteration of [0, n) once, on one side.
   bool each_once(std::size_t n, std::size_t& on_cpu, std::size_t& on_device) const {
     on_cpu = on_device = 0;
@@ -116,8 +121,7 @@ TEST_CASE("a loop kept across calls: each call covers its range, on the CPU only
       if (sides == 2) body.cpu = nullptr;
       HeteroLoop loop(c, body, {.scheduler = "logfit", .cpu_workers = 2});
       for (int step = 0; step < 3; ++step) {
-        for (std::size_t i = 0; i < counting.size; ++i) counting.cpu_hits[i] = 0;
-        test::fill(counting.device_hits, 0);
+        counting.reset();
         const auto report = loop(50000);
         std::size_t on_cpu = 0, on_device = 0;
         CHECK(counting.each_once(50000, on_cpu, on_device));
@@ -235,8 +239,7 @@ TEST_CASE("a CPU chunk the device would finish far sooner gives the device its t
                       {.scheduler = k.scheduler, .cpu_workers = 2});
       for (int call = 0; call < 2; ++call) {
         CAPTURE(call);
-        for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
-        test::fill(counting.device_hits, 0);
+        counting.reset();
         const LoopReport report = loop(n);
         std::size_t on_cpu = 0, on_device = 0;
         CHECK(counting.each_once(n, on_cpu, on_device));
@@ -335,8 +338,7 @@ TEST_CASE("a chunk that fails stops the loop and is named, nothing hangs and the
     CHECK_THROWS_WITH_AS(std::rethrow_exception(e.failures()[0].exception), "bad iteration", std::runtime_error);
   }
   fail = false;
-  for (std::size_t i = 0; i < counting.size; ++i) counting.cpu_hits[i] = 0;
-  test::fill(counting.device_hits, 0);
+  counting.reset();
   loop(20000);
   std::size_t on_cpu = 0, on_device = 0;
   CHECK(counting.each_once(20000, on_cpu, on_device));
@@ -515,8 +517,7 @@ TEST_CASE("a loop call ends with its chunks, not with an unrelated host task sti
   test::GatedTask unrelated(c, other);
   for (const char* scheduler : {"logfit", "dynamic:512", "static:0.5"}) {
     CAPTURE(scheduler);
-    for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
-    test::fill(counting.device_hits, 0);
+    counting.reset();
     HeteroLoop loop(c, counting.body(), {.scheduler = scheduler});
     loop(n);
     std::size_t on_cpu = 0, on_device = 0;
@@ -551,8 +552,7 @@ TEST_CASE("a loop call ends with its device chunks' last commands, not at the co
     HeteroLoop loop(c, body, {.scheduler = k.scheduler, .cpu_workers = 1});
     for (int call = 0; call < 4; ++call) {
       CAPTURE(call);
-      for (std::size_t i = 0; i < n; ++i) counting.cpu_hits[i] = 0;
-      test::fill(counting.device_hits, 0);
+      counting.reset();
       const auto report = loop(n);
       std::size_t on_cpu = 0, on_device = 0;
       CHECK(counting.each_once(n, on_cpu, on_device));

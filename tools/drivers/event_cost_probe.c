@@ -44,17 +44,14 @@ static double stream(cl_command_queue q, cl_kernel k, cl_mem b, float* host, int
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 20000, rounds = argc > 2 ? atoi(argv[2]) : 5;
-  cl_device_id dev = probe_device(-1);
-  char name[256];
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-  const struct empty_kernel_setup s = probe_empty_kernel(dev);
+  const struct empty_kernel_setup s = probe_empty_kernel();
   float host[1] = {1.0f};
   double* t = malloc(sizeof(double) * (size_t)(2 * variants * rounds));
   for (int tr = 0; tr < 2; ++tr) stream(s.q, s.k, s.buf, host, tr, n / 10 + 1, chained); /* warm-up */
   for (int r = 0; r < rounds; ++r)
     for (int tr = 0; tr < 2; ++tr)
       for (int v = 0; v < variants; ++v) t[(tr * variants + v) * rounds + r] = stream(s.q, s.k, s.buf, host, tr, n, v);
-  printf("%s: %d commands per run, median of %d rounds, us per command\n", name, n, rounds);
+  printf("%s: %d commands per run, median of %d rounds, us per command\n", s.name, n, rounds);
   printf("%-24s %14s %16s\n", "variant", "empty kernel", "4-byte write");
   for (int v = 0; v < variants; ++v)
     printf("%-24s %14.2f %16.2f\n", names[v], median(t + v * rounds, rounds),

@@ -42,10 +42,7 @@ static double chain(cl_command_queue q, cl_kernel k, int n, int keep, int query,
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 20000, rounds = argc > 2 ? atoi(argv[2]) : 5;
-  cl_device_id dev = probe_device(-1);
-  char name[256];
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-  const struct empty_kernel_setup s = probe_empty_kernel(dev);
+  const struct empty_kernel_setup s = probe_empty_kernel();
   static const int keeps[] = {1, 16, 256, 4096};
   enum { nk = sizeof keeps / sizeof keeps[0], variants = 3 * nk };
   cl_event* ring = malloc(sizeof(cl_event) * (size_t)(n + 1));
@@ -53,7 +50,7 @@ int main(int argc, char** argv) {
   chain(s.q, s.k, n / 10 + 1, 1, 0, ring); /* warm-up */
   for (int r = 0; r < rounds; ++r)
     for (int v = 0; v < variants; ++v) t[v * rounds + r] = chain(s.q, s.k, n, keeps[v % nk], v / nk, ring);
-  printf("%s: %d chained empty kernels per run, median of %d rounds, us per enqueue\n", name, n, rounds);
+  printf("%s: %d chained empty kernels per run, median of %d rounds, us per enqueue\n", s.name, n, rounds);
   printf("%-16s %12s %14s %18s\n", "events alive", "no query", "query per enq.", "16 per 16th enq.");
   for (int v = 0; v < variants; ++v) qsort(t + v * rounds, (size_t)rounds, sizeof(double), cmp);
   for (int v = 0; v < nk; ++v)

@@ -50,17 +50,20 @@ static inline double median(double* v, int n) {
   return v[n / 2];
 }
 
-/* What the empty-kernel streams share (live_events_probe.c, event_cost_probe.c): a context and an
- * in-order queue without profiling on `dev`, the kernel `empty_kernel(global float*)` that does
- * nothing, and a 4-byte buffer set as its argument. */
+/* What the empty-kernel streams share (live_events_probe.c, event_cost_probe.c): the device
+ * probe_device(-1) picks and its name, a context and an in-order queue without profiling on it, the
+ * kernel `empty_kernel(global float*)` that does nothing, and a 4-byte buffer set as its argument. */
 struct empty_kernel_setup {
+  char name[256];
   cl_context ctx;
   cl_command_queue q;
   cl_kernel k;
   cl_mem buf;
 };
-static inline struct empty_kernel_setup probe_empty_kernel(cl_device_id dev) {
+static inline struct empty_kernel_setup probe_empty_kernel(void) {
   struct empty_kernel_setup s;
+  cl_device_id dev = probe_device(-1);
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof s.name, s.name, NULL);
   cl_int err;
   s.ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
   check(err, "clCreateContext");
