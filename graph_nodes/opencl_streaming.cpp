@@ -80,9 +80,7 @@ StreamingStep::StreamingStep(Engine& engine, std::size_t queues, bool chain_laun
       flush_policy_(queues, 8, 50'000),
       kernel_cache_(chain_launches),
       unobserved_(queues),
-      since_settled_(queues, 0),
-      eventless_(queues),
-      since_evented_(queues, 0) {}
+      since_settled_(queues, 0) {}
 
 void StreamingStep::enqueue(const RequestPtr& r) {
   // r, then the commands its enqueue releases (they waited for r's event to exist). `released`
@@ -176,25 +174,7 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
   if (r->kind == Kind::kernel && chains_launches()) chain_previous_launch(*r, wait_list);
   cl_event ev = nullptr;
   std::string what;
-  cl_int err = CL_SUCCESS;
-  if (!eventless_allowed_) {
-    err = enqueue_on_driver(*r, wait_list, &ev, what);
-  } else if (gets_own_event(*r)) {
-    err = enqueue_on_driver(*r, wait_list, &ev, what);
-    if (err == CL_SUCCESS) {
-      since_evented_[r->lane] = 0;
-      std::lock_guard lock(eventless_mutex_);
-      cover_eventless(r->lane, ev);
-    }
-  } else {
-    // The enqueue and its listing at once: a marker event_of enqueues meanwhile comes after r.
-    std::lock_guard lock(eventless_mutex_);
-    err = enqueue_on_driver(*r, wait_list, nullptr, what);
-    if (err == CL_SUCCESS) {
-      r->eventless.store(true, std::memory_order_release);
-      eventless_[r->lane].push_back(r);
-    }
-  }
+  const cl_int err = enqueue_on_driver(*r, wait_list, &ev, what);
   if (engine_.recording) r->enqueue_ns = engine_.now_ns();
   if (err != CL_SUCCESS) {
     engine_.note_fault(*r, err, ("was refused: " + what + " failed with").c_str());
@@ -203,8 +183,7 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
   }
   // Only now: their events had to live through the enqueue.
   RequestList running = std::move(r->preds);
-  log().debug("enqueued #{} '{}' on queue {} after {} event(s){}", r->id, r->name, r->lane, wait_list.size(),
-              ev ? "" : ", without one of its own");
+  log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
   after_enqueue(r, ev, std::move(running), released);
 }
 
@@ -231,7 +210,7 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
     // An overwrite of what p read or wrote runs after it; p has ended, so its event, which OpenCL
     // would treat as a reason to terminate r, stays out of the wait list.
     if (ended_badly && !cancel_if_dependent(r, p, s)) continue;
-    if (ended_badly || !(p.event.load() || p.eventless.load())) {
+    if (ended_badly || !p.event.load()) {
       if (!ended_badly) cancel_because(r, p, s);
       // Every failure behind r is kept, for the hazard it stays until they are reported (Engine::is_done).
       for (std::size_t j = i + 1; j < r.preds.size(); ++j)
@@ -247,18 +226,8 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   // Only the events the others do not imply: each one costs NVIDIA's enqueue 1-2 us
   // (perf/bench_driver_calls), and a tile moved back and forth has its last two transfers as
   // predecessors, the older one already waited on by the newer (perf/RESULTS.md, 2026-11-26 13:08Z).
-  // Nor those ahead of r on its own in-order queue, which runs them first: a runtime ends what
-  // follows a failed command there with an error too (PoCL), or loses the context (NVIDIA); the
-  // engine cancels r through their device_dependants either way (docs/architecture.md, "Events only
-  // where something waits").
-  for (std::size_t i = 0; i < running; ++i) {
-    Request& p = *r.preds[i];
-    if (p.lane == r.lane && !engine_.out_of_order) continue;
-    if (waited_on_by_another(r.preds, running, i)) continue;
-    bool marker = false;
-    if (cl_event e = event_of(p, &marker)) wait_list.push_back(e);
-    if (marker && p.kind == Kind::kernel) evented_kernels_.insert(p.kernel().kernel.handle()());
-  }
+  for (std::size_t i = 0; i < running; ++i)
+    if (!waited_on_by_another(r.preds, running, i)) wait_list.push_back(r.preds[i]->event.load());
   return {};
 }
 
@@ -285,7 +254,6 @@ void StreamingStep::chain_previous_launch(const Request& r, std::vector<cl_event
   // kernel must not run at once, so each waits for the previous launch of its kernel.
   auto it = last_launch_.find(r.kernel().kernel.name());
   if (it == last_launch_.end()) return;
-  if (it->second.lane == r.lane && !engine_.out_of_order) return;  // its in-order queue runs them one by one
   // Usually the previous launch is r's own predecessor (a kernel run step after step on one tile):
   // r waits on it already, through the wait list or one that waited on it, and a status query (a
   // lock PoCL's worker threads contend for) and a second copy of the event are saved.
@@ -331,8 +299,7 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
     else if (s != Status::done)
       failed_preds.push_back(p);
   }
-  // Without an event only where every launch goes to one in-order queue (Engine's constructor).
-  if (r->kind == Kind::kernel && chains_launches() && ev)
+  if (r->kind == Kind::kernel && chains_launches())
     last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
   bool register_now = false;
   RequestList held, parked_waits;
@@ -341,13 +308,10 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
     // only after its running predecessors' (Engine::settle_running_preds).
     std::lock_guard lock(r->m);
     r->running_preds = std::move(running);
-    if (ev) r->event.store(ev);  // else a consumer may have had a marker's from event_of already
+    r->event.store(ev);
     r->stage = DeviceStage::enqueued;
     held.swap(r->held);
     if (r->watch == Watch::requested) {
-      // Asked for after r went without an event: its consumer needs one now (lock order: r.m, then
-      // the step's event-less lock).
-      if (!ev) event_of(*r);
       r->watch = Watch::registered;
       register_now = true;
     }
@@ -388,79 +352,14 @@ void StreamingStep::settle_ended(unsigned lane) {
     return true;
   };
   if (fifo.size() > 1 && !engine_.out_of_order) {
-    // The newest but one usually ended by now; the newest was enqueued just now. The newest of
-    // those with an event: the commands enqueued without one since are not asked about yet.
-    std::size_t probe = std::min(fifo.size() - 2, kSettleMax - 1);
-    while (probe > 0 && !fifo[probe]->event.load(std::memory_order_acquire)) --probe;
+    // The newest but one usually ended by now; the newest was enqueued just now.
+    const std::size_t probe = std::min(fifo.size() - 2, kSettleMax - 1);
     if (engine_.command_status(*fifo[probe]) == CL_COMPLETE) {
       settle_front(probe + 1, true);  // the probed one too: its own query said it ended well
       return;
     }
   }
   settle_front(kSettleMax, false);  // out of order, or not that far yet: one query each
-}
-
-}  // namespace hetflow::detail
-
-namespace hetflow::detail {
-
-bool StreamingStep::gets_own_event(Request& r) {
-  // Every kEventEvery-th command of a queue has one anyway: it covers those before it, so that they
-  // are settled (settle_ended) and a marker is rarely needed.
-  constexpr unsigned kEventEvery = 16;
-  if (r.kind != Kind::kernel || r.own_event) return true;
-  if (evented_kernels_.count(r.kernel().kernel.handle()()) != 0) return true;
-  {
-    std::lock_guard lock(r.m);
-    if (r.watch != Watch::none) return true;  // a host-side consumer waits for it already
-  }
-  return ++since_evented_[r.lane] >= kEventEvery;
-}
-
-void StreamingStep::cover_eventless(unsigned lane, cl_event ev) {
-  for (const auto& x : eventless_[lane]) {
-    clRetainEvent(ev);
-    x->event.store(ev, std::memory_order_release);
-  }
-  eventless_[lane].clear();
-}
-
-cl_event StreamingStep::event_of(Request& p, bool* made_marker) {
-  if (made_marker) *made_marker = false;
-  if (cl_event e = p.event.load(std::memory_order_acquire)) return e;
-  if (!p.eventless.load(std::memory_order_acquire)) return nullptr;  // not with the driver yet
-  const unsigned lane = p.lane;
-  cl_int err = CL_SUCCESS;
-  RequestList stranded;
-  {
-    std::lock_guard lock(eventless_mutex_);
-    if (cl_event e = p.event.load(std::memory_order_acquire)) return e;  // covered meanwhile
-    cl_event marker = nullptr;
-    {
-      auto driver = driver_lock();
-      err = clEnqueueMarkerWithWaitList(engine_.queues[lane](), 0, nullptr, &marker);
-    }
-    if (err == CL_SUCCESS) {
-      log().debug("a marker on queue {} stands for #{} '{}' and {} other command(s) enqueued without an event", lane,
-                  p.id, p.name, eventless_[lane].size() - 1);
-      cover_eventless(lane, marker);
-      clReleaseEvent(marker);  // each command holds its own reference
-    } else {
-      stranded.swap(eventless_[lane]);
-    }
-  }
-  if (err != CL_SUCCESS) {
-    // The queue takes no more commands: the controller is lost (as for a failed flush), and what
-    // has no event to tell its end by fails rather than leave its waiters waiting — on the receiver
-    // (Engine::command_status), since a caller may hold one of their locks.
-    log().error("clEnqueueMarkerWithWaitList on queue {} failed: {}", lane, cl_error_name(err));
-    engine_.fail_lane(lane, err);
-    for (const auto& x : stranded) engine_.receiver_.try_put(x);
-    return nullptr;
-  }
-  engine_.flush(lane);  // a marker is waited for at once; nothing else counts it as unflushed
-  if (made_marker) *made_marker = true;
-  return p.event.load(std::memory_order_acquire);
 }
 
 }  // namespace hetflow::detail

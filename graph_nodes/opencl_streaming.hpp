@@ -13,7 +13,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "flush_policy.hpp"
@@ -49,16 +48,6 @@ class StreamingStep {
     flush_policy_.drop_burst_flushes();
   }
   bool chains_launches() const { return kernel_cache_.taken(); }
-  // Kernels may be enqueued without an event of their own (docs/architecture.md, "Events only where
-  // something waits"): set once, before the first request, where queues run in order and nothing
-  // reads every command's profiling times (async, in order, no profiling, no injected fault).
-  void allow_eventless() { eventless_allowed_ = true; }
-  // Any thread, holding no step lock: the event that tells when device request p has ended. A
-  // command enqueued without one gets the event of a marker enqueued now on its queue (and flushed),
-  // shared with the other commands there still without one; they all end before it. Null where p
-  // is not with the driver (not enqueued yet, or ended and settled). `made_marker`, if given, says
-  // whether a marker was needed.
-  cl_event event_of(Request& p, bool* made_marker = nullptr);
   // Whether running[i] is among the running predecessors of another of running[0, count): that one
   // waited on it (by its event, or through one that did), so a command waiting on that one waits on
   // it too, and its failure still reaches the command (docs/architecture.md, "The flow of a
@@ -76,10 +65,6 @@ class StreamingStep {
   std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list);
 
   void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
-  // Whether r is enqueued with an event of its own (else: eventless, its event asked for on need).
-  bool gets_own_event(Request& r);
-  // Under eventless_mutex_: gives the commands of `lane` still without an event `ev` (a reference each).
-  void cover_eventless(unsigned lane, cl_event ev);
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
   void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released);
   // Settles, oldest first, the lane's commands that ended well unobserved (now and then; a few at most).
@@ -103,19 +88,6 @@ class StreamingStep {
   std::vector<std::deque<RequestPtr>> unobserved_;
   std::vector<unsigned> since_settled_;    // per lane: enqueues since settle_ended last looked
   std::vector<cl_event> spare_wait_list_;  // enqueue_command's, kept between commands
-  // Events only where something waits (docs/architecture.md). An event costs NVIDIA's enqueue of a
-  // kernel 1.6 us and a wait list entry 1.3 us more (tools/drivers/event_cost_probe.c, perf/RESULTS.md
-  // 2026-11-28 20:53Z), as much as the rest of a request.
-  bool eventless_allowed_ = false;
-  // Per lane, the commands enqueued without an event since the last one with an event or marker:
-  // the next of those covers them (a handful: every kEventEvery-th command has its own). The lock
-  // makes an enqueue and its listing one step for event_of's markers, from any thread.
-  std::mutex eventless_mutex_;
-  std::vector<RequestList> eventless_;
-  std::vector<unsigned> since_evented_;  // per lane: commands enqueued without an event in a row
-  // Kernels a command on another queue had to wait for through a marker: their launches get their
-  // own event from then on (a marker costs more than an event, and comes after what was queued since).
-  std::unordered_set<cl_kernel> evented_kernels_;
 };
 
 }  // namespace hetflow::detail

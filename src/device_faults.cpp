@@ -12,11 +12,7 @@ constexpr cl_int injected_fault_status = -9999;
 
 cl_int Engine::command_status(const Request& r) {
   cl_int status = CL_QUEUED;
-  cl_event e = r.event.load(std::memory_order_acquire);
-  // Enqueued without an event and not asked for one yet: not known to have ended, unless the queue
-  // could take no marker for it (StreamingStep::event_of) and the controller is lost.
-  if (!e) return lost_.load(std::memory_order_acquire) && r.eventless.load() ? CL_INVALID_COMMAND_QUEUE : CL_QUEUED;
-  const cl_int err = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  const cl_int err = clGetEventInfo(r.event.load(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
   // NVIDIA (driver 580) reports a faulted kernel as CL_COMPLETE, in its callback too, and says
   // what happened only through the query's own result (-9999) — as it does for clWaitForEvents.
   if (err != CL_SUCCESS) return err < 0 ? err : CL_INVALID_EVENT;

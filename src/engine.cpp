@@ -155,11 +155,6 @@ Engine::Engine(const ControllerOptions& options)
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
   drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
-  // docs/architecture.md, "Events only where something waits": where no injected fault must be seen
-  // per command, and launches of one kernel that must not overlap all go to one in-order queue.
-  if (policy == Policy::async && !out_of_order && !profiling && fault_kernel_.empty() &&
-      (!streaming_step_.chains_launches() || kernel_queue_count == 1) && !env_switch("HETFLOW_DEBUG_EVENT_PER_COMMAND"))
-    streaming_step_.allow_eventless();
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   fail_flush_ = env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
   unchecked_local_size_ = env_switch("HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE");
@@ -451,10 +446,7 @@ void Engine::submit(RequestPtr r) {
     refuse_freed_tiles(*r);
     // Only requests that were taken (a chunk's body waits for what it collected), and before the
     // dispatch, after which r may end and let go of its accesses (Request::take_leftovers).
-    if (launch_collector && r->kind == Kind::kernel) {
-      launch_collector->push_back(r);
-      r->own_event = true;  // the loop times it by its own event's profiling and watches it
-    }
+    if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
     if (launch_writes_collector && r->kind == Kind::kernel)
       for (const auto& a : r->accesses)
         if (a.writes()) launch_writes_collector->push_back(a);
@@ -824,7 +816,7 @@ namespace {
 // failed flush's H2D after its tile was freed. Those keep their tiles until reported, as before.
 bool off_the_device(const Request& r) {
   cl_event e = r.event.load();
-  if (!e) return !r.eventless.load();  // never reached the driver, or did without an event
+  if (!e) return true;
   cl_int status = CL_QUEUED;
   return clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) == CL_SUCCESS &&
          status <= CL_COMPLETE;
@@ -969,13 +961,11 @@ void Engine::arm_host_side(const RequestPtr& r) {
           (on_device(p->kind) ? r->wait().device_preds : r->wait().host_preds).push_back(p);
         }
         if (on_device(p->kind) && p->watch != Watch::registered) {
-          // One enqueued without an event gets a marker's now (lock order: p.m, then the step's).
-          const cl_event e = streaming_step_.event_of(*p);
-          if (e && r->kind == Kind::wait) {
+          if (p->event.load() && r->kind == Kind::wait) {
             // The waiting thread blocks on this one itself (wait_request): a callback would only
             // cost a driver call and a graph task. The command must be flushed to complete, though.
             flush_only = true;
-          } else if (e) {
+          } else if (p->event.load()) {
             p->watch = Watch::registered;
             register_now = true;
           } else {

@@ -122,7 +122,7 @@ using Work = std::variant<TransferWork, KernelWork, HostWork, HookWork, WaitWork
 enum class DeviceStage : std::uint8_t {
   dispatched,  // not yet seen by the streaming step
   held,        // its device predecessors counted; waits for them to end or be enqueued
-  enqueued,    // its command is with the driver (`event` set, or `eventless`)
+  enqueued,    // its command is with the driver (`event` is set)
 };
 // Whether a host-side consumer needs this device command's completion callback; under m.
 enum class Watch : std::uint8_t { none, requested, registered };
@@ -222,15 +222,7 @@ struct Request : std::enable_shared_from_this<Request> {
 
   // Device side.
   DeviceStage stage = DeviceStage::dispatched;
-  // Written by the streaming step at the enqueue, or, for a command enqueued without one, when
-  // something first needs it: then it is the event of a marker enqueued after it on its in-order
-  // queue (StreamingStep::event_of; docs/architecture.md, "Events only where something waits").
-  std::atomic<cl_event> event{nullptr};
-  // Set when the command is with the driver without an event of its own (under the step's
-  // event-less lock): an empty `event` then means "not asked yet", not "not enqueued".
-  std::atomic<bool> eventless{false};
-  // A loop's chunk reads this command's own profiling times and watches it: it gets its own event.
-  bool own_event = false;  // before the request is shared
+  std::atomic<cl_event> event{nullptr};  // written by the streaming step before anyone can need it
   Watch watch = Watch::none;
   // Its completion callback, for the engine's verdict on them (src/callback_worth.hpp): whichever
   // comes first, the callback or the engine seeing the command end another way, takes it from

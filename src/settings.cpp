@@ -46,9 +46,6 @@ const std::vector<Setting>& environment_settings() {
        "for tests and benchmarks: async queues are flushed whenever the streaming node runs dry and every 8 "
        "commands of a burst, even where the device runs unflushed commands (then both are off: "
        "src/unflushed_probe.hpp)"},
-      {"HETFLOW_DEBUG_EVENT_PER_COMMAND", "0 | 1", "0",
-       "for benchmarks: every command gets its own OpenCL event, also where nothing waits for it (in-order "
-       "async queues otherwise enqueue such kernel launches without one: docs/architecture.md)"},
       {"HETFLOW_DEBUG_POLL_US", "FIRST,LONGEST (µs, 1 <= FIRST <= LONGEST <= 100000)", "100,1000",
        "for benchmarks: how often the completion poller checks the device commands host tasks and hooks wait "
        "for: FIRST after a new one or one that ended, doubling to LONGEST while nothing ends"},
@@ -160,7 +157,6 @@ void check_environment() {
   detail::env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
   detail::env_switch("HETFLOW_DEBUG_IDLE_FLUSH");
   detail::env_switch("HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE");
-  detail::env_switch("HETFLOW_DEBUG_EVENT_PER_COMMAND");
   detail::env_poll_intervals();
 }
 

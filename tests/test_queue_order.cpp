@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "engine.hpp"
-#include "log_capture.hpp"
 #include "opencl_streaming.hpp"
 #include "support.hpp"
 
@@ -129,87 +128,4 @@ TEST_CASE("a command that ended well settles every predecessor it waited on, how
   for (const auto& m : made) done += m->status.load() == Status::done;
   CHECK(done == made.size());
   for (auto& m : made) m->running_preds.clear();  // finish cleared them; a failed walk may not have
-}
-
-namespace {
-std::size_t occurrences(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-}  // namespace
-
-// docs/architecture.md, "Events only where something waits": in order and without profiling, a
-// launch that nothing waits for yet goes to the driver without an event (NVIDIA's enqueue pays 1.6 us
-// for one, 1.3 us more for a wait list entry); whatever then waits on it — a wait, another queue's
-// command, a host-side request — gets the event of a marker enqueued after it on its queue. Results
-// must be those of every command having its own.
-TEST_CASE("in order without profiling: launches nothing waits for go without events, and what waits gets a marker's") {
-  ControllerOptions o = in_order_async();
-  o.record = false;  // profiling follows recording: off
-  Controller c(o);
-  constexpr std::size_t n = 256;
-  auto a = c.tile<float>(n, "a"), b = c.tile<float>(n, "b");
-  test::fill(a, 0.0f);
-  test::fill(b, 0.0f);
-  Kernel inc = c.kernel_from_source("kernel void inc(global float* a) { a[get_global_id(0)] += 1.0f; }", "inc");
-  Kernel add = c.kernel_from_source(
-      "kernel void add(global const float* s, global float* d) { d[get_global_id(0)] += s[get_global_id(0)]; }", "add");
-  test::LogCapture log;
-  c.move_to(a);
-  for (int i = 0; i < 40; ++i) c.launch(inc, Range(n), io(a));
-  c.wait(a);  // waits on the last launch, which has no event of its own: a marker's
-  std::string text = log.text();
-  CHECK(occurrences(text, "'inc' on queue 2 after 0 event(s), without one of its own") >= 30);
-  CHECK(occurrences(text, "a marker on queue 2 stands for") == 1);
-  c.move_from(a);
-  c.wait(a);
-  CHECK(test::all_equal(a, 40.0f));
-
-  // Another queue's command (the D2H) and a host task behind it, on launches still running.
-  std::size_t seen = text.size();
-  c.move_to(b);
-  for (int i = 0; i < 5; ++i) c.launch(add, Range(n), in(a), io(b));
-  c.move_from(b);
-  float host_saw = -1.0f;
-  c.host_task(
-      "read b", [&host_saw, b] { host_saw = b[n - 1]; }, in(b));
-  c.wait_all();
-  CHECK(host_saw == 200.0f);
-  CHECK(test::all_equal(b, 200.0f));
-  text = log.text().substr(seen);
-  CHECK(occurrences(text, "'add' on queue 2 after 0 event(s), without one of its own") >= 1);
-  CHECK(occurrences(text, "a marker on queue 2 stands for") == 1);  // for move_from(b)
-
-  // A launch that another queue's command had to wait for through a marker has its own event from
-  // then on: a marker costs more than an event, and comes after whatever was queued since.
-  seen = log.text().size();
-  for (int i = 0; i < 5; ++i) c.launch(add, Range(n), in(a), io(b));
-  c.move_from(b);
-  c.launch(inc, Range(n), io(a));  // waited on by no other queue yet: without an event
-  c.free(a);                       // a host-side request on it: a marker's
-  c.wait_all();
-  CHECK(test::all_equal(b, 400.0f));
-  text = log.text().substr(seen);
-  CHECK(occurrences(text, "'add' on queue 2 after 0 event(s), without one of its own") == 0);
-  CHECK(occurrences(text, "'inc' on queue 2 after 0 event(s), without one of its own") == 1);
-  CHECK(occurrences(text, "a marker on queue 2 stands for") == 1);  // for free(a)
-}
-
-// Where a trace may be asked for (profiling) every command keeps its own event: its times are read.
-TEST_CASE("with profiling every launch has its own event") {
-  Controller c(in_order_async());  // records: profiling on
-  constexpr std::size_t n = 64;
-  auto a = c.tile<float>(n, "a");
-  test::fill(a, 0.0f);
-  Kernel inc = c.kernel_from_source("kernel void inc(global float* a) { a[get_global_id(0)] += 1.0f; }", "inc");
-  test::LogCapture log;
-  c.move_to(a);
-  for (int i = 0; i < 20; ++i) c.launch(inc, Range(n), io(a));
-  c.move_from(a);
-  c.wait_all();
-  CHECK(test::all_equal(a, 20.0f));
-  const std::string text = log.text();
-  CHECK(occurrences(text, "without one of its own") == 0);
-  CHECK(occurrences(text, "a marker on queue") == 0);
 }

@@ -26,7 +26,6 @@ TEST_CASE("a malformed variable is a UsageError naming it and what it accepts") 
                                                        {"HETFLOW_DEBUG_FAIL_FLUSH", "yes"},
                                                        {"HETFLOW_DEBUG_IDLE_FLUSH", "on"},
                                                        {"HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE", "yes"},
-                                                       {"HETFLOW_DEBUG_EVENT_PER_COMMAND", "on"},
                                                        {"HETFLOW_DEBUG_POLL_US", "100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "200,100"},
                                                        {"HETFLOW_DEBUG_POLL_US", "0,100"},
