@@ -998,6 +998,10 @@ TEST_CASE("premise: kernel and host float arithmetic agree bit for bit (no FMA c
 TEST_CASE("random programs: async, 1 kernel queue") { run_config({Policy::async, 1}, 1'000'000, 3000); }
 TEST_CASE("random programs: async, 3 kernel queues") { run_config({Policy::async, 3}, 2'000'000, 3000); }
 TEST_CASE("random programs: sync") { run_config({Policy::sync, 1}, 3'000'000, 1500); }
+// In order: a GPU's default, which a CPU device (out of order by default) runs only when asked.
+TEST_CASE("random programs: async, 1 kernel queue, in order") {
+  run_config({Policy::async, 1, false, hetflow::QueueOrder::in_order}, 14'000'000, 2000);
+}
 
 // Failure mode: host tasks throw now and then. Every request that depends on no failed one must
 // succeed with the reference's data; every one that does is reported (failed or cancelled, with its
@@ -1007,6 +1011,9 @@ TEST_CASE("random programs with failing host tasks: async, 1 kernel queue, out o
 }
 TEST_CASE("random programs with failing host tasks: async, 3 kernel queues, in order") {
   run_config({Policy::async, 3, true, hetflow::QueueOrder::in_order}, 8'000'000, 1000);
+}
+TEST_CASE("random programs with failing host tasks: async, 1 kernel queue, in order") {
+  run_config({Policy::async, 1, true, hetflow::QueueOrder::in_order}, 15'000'000, 1000);
 }
 TEST_CASE("random programs with failing host tasks: async, 2 kernel queues, out of order") {
   run_config({Policy::async, 2, true, hetflow::QueueOrder::out_of_order}, 9'000'000, 500);
