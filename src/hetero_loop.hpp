@@ -148,8 +148,20 @@ class LoopState {
   // Whether a device chunk's write must go to the device before it: an io() region of a tile with
   // a host image that the call's reads (LoopBody::reads, moved at its start) do not hold.
   bool read_before_device_chunk(const Access& w) const;
-  // A device chunk's kernels and transfers back, until the transfers' hook runs.
+  // A device chunk's kernels and transfers back, until the transfers' hook runs; then its hooks.
   void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
+  void note_chunk_hooks(unsigned device, Chunk chunk, const RequestList& hooks);
+  // The calling thread (run_to_end, holding `lock`): runs the device chunks' hooks that are ready
+  // and that no TBB task has taken yet. Whether it ran one.
+  bool run_ready_hooks(std::unique_lock<std::mutex>& lock);
+  bool any_ready_hook() const;           // under m_
+  bool device_command_enqueued() const;  // under m_: a device chunk's command not seen ended
+  // A device chunk's hook became ready (on whichever thread saw its commands end): the parked
+  // calling thread wakes to run it. A task put to the arena from outside it (the completion poller,
+  // a driver's callback) waits for a TBB worker, and with every worker in a CPU chunk and the
+  // calling thread asleep in its wait, N-body's first call on the H200 had hooks wait 1.7-7 ms
+  // (perf/RESULTS.md 2026-11-29).
+  void hook_ready();
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
   bool devices_alone() const;
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
@@ -187,7 +199,7 @@ class LoopState {
   struct ChunkEnds {
     unsigned device;
     std::size_t begin;  // the chunk's
-    RequestList kernels, transfers;
+    RequestList kernels, transfers, hooks;
   };
   std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
   // A CPU chunk that the devices would finish sooner gives them its tail. Run-once loops paid for it
@@ -216,7 +228,9 @@ class LoopState {
   bool graph_held_ = false;          // run's thread holds the home graph open until the call's end
   // The one task the calling thread's task_group waits for while it runs graph tasks (run_to_end),
   // never run: the call's end destroys it, which ends that wait.
-  tbb::task_handle end_wake_;
+  tbb::task_handle end_wake_;  // under m_ and wake_mutex_ (hook_ready takes only the latter)
+  std::mutex wake_mutex_;
+  const std::function<void()> hook_ready_ = [this] { hook_ready(); };
 };
 
 }  // namespace hetflow::detail
