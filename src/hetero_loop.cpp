@@ -353,10 +353,8 @@ void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList&
                                 const RequestList& transfers) {
   std::lock_guard lock(m_);
   chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers, {}});
-  if (devices_alone()) {
-    std::lock_guard wake(wake_mutex_);
-    end_wake_ = {};  // a parked calling thread watches it instead (run_to_end)
-  }
+  std::lock_guard wake(wake_mutex_);
+  end_wake_ = {};  // a parked calling thread leaves the graph's tasks to wait for it (run_to_end)
 }
 
 void LoopState::note_chunk_hooks(unsigned device, Chunk chunk, const RequestList& hooks) {
@@ -1094,6 +1092,7 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
     const PreciseSleeps precise;  // its sleeps below are 20 us to 5 ms: Linux's slack would add 50
     RequestPtr watched;           // the command last watched, and since when
     std::chrono::steady_clock::time_point watched_since;
+    std::chrono::steady_clock::time_point not_enqueued_since;  // of a device chunk's commands
     while (!all_ended()) {
       // The call's last device chunks: the thread watches what ends them, where NVIDIA's callbacks
       // and the completion poller's checks came up to a millisecond late (a 6 ms SpMV call over two
@@ -1122,10 +1121,22 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
       // the H200 it ran one for 8.5 ms while a device's hook waited 7.3 ms for a thread). It sleeps
       // until a hook is ready (hook_ready) or a millisecond has passed. With nothing enqueued to wait
       // for, what comes next needs the graph's tasks: it runs them below.
+      const auto now = std::chrono::steady_clock::now();
       if (device_command_enqueued()) {
+        not_enqueued_since = {};
         ended_.wait_for(lock, std::chrono::milliseconds(1));
         continue;
       }
+      // A device chunk whose commands are on their way to the driver (the streaming node's task):
+      // they are given 2 ms before this thread runs the graph's tasks, which may be what they need.
+      if (!chunk_ends_.empty()) {
+        if (not_enqueued_since == std::chrono::steady_clock::time_point{}) not_enqueued_since = now;
+        if (now - not_enqueued_since < std::chrono::milliseconds(2)) {
+          ended_.wait_for(lock, std::chrono::microseconds(100));
+          continue;
+        }
+      }
+      not_enqueued_since = {};
       ArenaPark parking;
       {
         std::lock_guard wake(wake_mutex_);
