@@ -42,6 +42,10 @@ constexpr int kGroup = 64;  // one work-group: one of PoCL's threads
 
 // A repeat count for copy_loop that keeps one work-group busy for about `seconds` on this device.
 int repeats_for(Controller& c, const Kernel& k, Tile<float>& a, Tile<float>& b, double seconds) {
+  // Once first: PoCL builds a kernel for its work-group size at the first launch, which with a cold
+  // cache (a fresh machine) made the calibration's first launch long and the kernel ~4x too short.
+  c.launch(k, Range(kGroup).local(kGroup), in(a), out(b), kLen, 1);
+  c.wait_all();
   int repeat = 64;
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
