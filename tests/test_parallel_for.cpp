@@ -85,6 +85,13 @@ struct CountingLoop {
   Kernel mark;
 };
 
+// The TBB threads a loop may use: its CPU workers and the one left to the devices.
+unsigned tbb_threads() {
+  return unsigned(
+      std::min<std::size_t>(std::size_t(tbb::this_task_arena::max_concurrency()),
+                            tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
+}
+
 }  // namespace
 
 TEST_CASE("every iteration runs exactly once, on one side, for every scheduler and awkward sizes") {
@@ -1057,9 +1064,7 @@ TEST_CASE("the device is served while every CPU worker is busy, however many wor
   // thread and the device idled until the CPU ran out of chunks. Here each CPU chunk waits (asleep,
   // leaving the cores to the device) until the device has started 4 chunks: a starved device never
   // does, and the waits run out.
-  const unsigned threads =
-      unsigned(std::min<std::size_t>(std::size_t(tbb::this_task_arena::max_concurrency()),
-                                     tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
+  const unsigned threads = tbb_threads();
   if (threads < 2) {
     MESSAGE("one TBB thread: the CPU chunk and the device take turns on it; nothing to check");
     return;
@@ -1118,9 +1123,7 @@ TEST_CASE("the device is served while every CPU worker is busy, however many wor
 // the device's hook waited 7.3 ms for a thread. Here the device's chunks are kernels of ~10 ms on
 // PoCL and the CPU's of 3 ms, with one CPU worker: the calling thread ran 12-24 of 28 before (two cores).
 TEST_CASE("while device chunks run, the loop's calling thread runs no CPU chunk: it is kept for the devices") {
-  const unsigned threads =
-      unsigned(std::min<std::size_t>(std::size_t(tbb::this_task_arena::max_concurrency()),
-                                     tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
+  const unsigned threads = tbb_threads();
   if (threads < 2) {
     MESSAGE("one TBB thread: the CPU chunk and the device take turns on it; nothing to check");
     return;
