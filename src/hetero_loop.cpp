@@ -203,6 +203,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   constants_on_.assign(devices_.size(), 0);
   device_per_iteration_.assign(devices_.size(), 0.0);
   device_beside_kernel_.assign(devices_.size(), 0.0);
+  notice_->loop = this;  // no hook exists yet: none reads it
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
   // Devices of one model run equal work in equal time: what lets the scheduler tell a costly part
@@ -353,8 +354,13 @@ void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList&
                                 const RequestList& transfers) {
   std::lock_guard lock(m_);
   chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers, {}});
-  std::lock_guard wake(wake_mutex_);
+  std::lock_guard wake(notice_->m);
   end_wake_ = {};  // a parked calling thread leaves the graph's tasks to wait for it (run_to_end)
+}
+
+LoopState::~LoopState() {
+  std::lock_guard lock(notice_->m);
+  notice_->loop = nullptr;
 }
 
 void LoopState::note_chunk_hooks(unsigned device, Chunk chunk, const RequestList& hooks) {
@@ -364,11 +370,8 @@ void LoopState::note_chunk_hooks(unsigned device, Chunk chunk, const RequestList
 }
 
 void LoopState::hook_ready() {
-  {
-    std::lock_guard wake(wake_mutex_);
-    end_wake_ = {};
-  }
-  ended_.notify_all();  // a calling thread watching a command (run_to_end)
+  end_wake_ = {};
+  ended_.notify_all();  // a calling thread waiting for a device chunk's end (run_to_end)
 }
 
 bool LoopState::device_command_enqueued() const {
@@ -498,7 +501,7 @@ void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& fai
 void LoopState::drop_token(int side_index) {
   --tokens_;
   if (side_index < 0 && --cpu_tokens_ == 0 && !chunk_ends_.empty()) {
-    std::lock_guard wake(wake_mutex_);
+    std::lock_guard wake(notice_->m);
     end_wake_ = {};  // run_to_end may watch now
   }
 }
@@ -551,7 +554,7 @@ void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
     engine_of(c_).release_graph();
   }
   {
-    std::lock_guard wake(wake_mutex_);
+    std::lock_guard wake(notice_->m);
     end_wake_ = {};  // the parked calling thread returns (run_to_end)
   }
   ended_.notify_all();
@@ -1139,7 +1142,7 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
       not_enqueued_since = {};
       ArenaPark parking;
       {
-        std::lock_guard wake(wake_mutex_);
+        std::lock_guard wake(notice_->m);
         end_wake_ = parking.wake();
         // One made ready since the look above found no handle to wake (it is marked ready first).
         if (any_ready_hook()) end_wake_ = {};
