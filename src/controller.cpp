@@ -411,7 +411,7 @@ void Controller::submit_hook(std::string name, detail::UniqueFunction<void(const
       throw UsageError(what + ": tile '" + a.tile->name +
                        "' is device-only: wait for its device image with device_image(in(t))");
   }
-  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn), {}});
+  auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn)});
   r->accesses = std::move(accesses);
   engine_->submit(std::move(r));
 }

@@ -371,8 +371,6 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 namespace {
 thread_local RequestList* launch_collector = nullptr;
 thread_local RequestList* transfer_collector = nullptr;
-thread_local RequestList* hook_collector = nullptr;
-thread_local const std::function<void()>* hook_when_ready = nullptr;
 thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
@@ -383,11 +381,6 @@ void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std:
   launch_collector = kernels;
   transfer_collector = transfers;
   launch_writes_collector = launch_writes;
-}
-
-void Engine::collect_hooks(RequestList* hooks, const std::function<void()>* when_ready) {
-  hook_collector = hooks;
-  hook_when_ready = when_ready;
 }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
@@ -458,10 +451,6 @@ void Engine::submit(RequestPtr r) {
       for (const auto& a : r->accesses)
         if (a.writes()) launch_writes_collector->push_back(a);
     if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
-    if (hook_collector && r->is_hook()) {
-      hook_collector->push_back(r);
-      if (hook_when_ready) r->hook().when_ready = *hook_when_ready;
-    }
     r->id = next_id_++;
     if (r->kind != Kind::wait) in_flight_.fetch_add(1, std::memory_order_relaxed);  // ended in finish()
     if (host_task_on_this_thread()) {  // after its number: a wait that saw no change covers it
@@ -930,7 +919,6 @@ void Engine::ready(const RequestPtr& r) {
   // Marked ready, then the sleeping waits counted (both sequentially consistent, as
   // sleep_until_woken counts itself in before looking): a wait that saw it not ready is woken to run it.
   r->ready_to_run.store(true);
-  if (r->is_hook() && r->hook().when_ready) r->hook().when_ready();
   if (any_parked()) {
     RequestList waits;
     {

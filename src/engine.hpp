@@ -101,15 +101,6 @@ class Engine {
   // sleeps (src/hetero_loop.cpp): the driver's wait keeps a core busy on NVIDIA while the device
   // works (tests/test_no_spinning.cpp: 2.0 s of CPU over 1 s).
   bool look_at(const RequestPtr& p);
-  // Runs the hook or host task `r` on the calling thread if it is ready and no other thread has
-  // taken it yet (its TBB task then finds it taken). For a loop's calling thread, which sees its
-  // device chunks end itself: a task put from outside the arena (the completion poller, a driver's
-  // callback) waited up to 7 ms for a TBB worker while every other one ran a CPU chunk (N-body's
-  // first call on the H200, perf/RESULTS.md 2026-11-29).
-  bool run_if_ready(const RequestPtr& r) { return r->ready_to_run.load() && run_host_once(r); }
-  // While set on a thread, the hooks it submits are also appended to `hooks`, and `when_ready` is
-  // called as each becomes ready (a loop's device chunk, whose calling thread runs them: run_if_ready).
-  static void collect_hooks(RequestList* hooks, const std::function<void()>* when_ready);
   // While one is open on a thread, the requests that thread submits are recorded as made by that
   // node of the program's flow graph (or loop): a node's own transfers and hooks, and the launches a
   // loop's device body makes on the Controller. Nested scopes restore the outer one: under sync a

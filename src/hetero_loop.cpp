@@ -101,14 +101,6 @@ class CommandsOf {
   CommandsOf(const CommandsOf&) = delete;
   CommandsOf& operator=(const CommandsOf&) = delete;
 };
-// The hooks submitted on this thread while it lives, each telling `when_ready` as it becomes ready.
-class HooksOf {
- public:
-  HooksOf(RequestList* hooks, const std::function<void()>& when_ready) { Engine::collect_hooks(hooks, &when_ready); }
-  ~HooksOf() { Engine::collect_hooks(nullptr, nullptr); }
-  HooksOf(const HooksOf&) = delete;
-  HooksOf& operator=(const HooksOf&) = delete;
-};
 
 // A device chunk's time: from its kernels' profiling counters (first start to last end) where the
 // queues profile, since completion notices can come a millisecond late (NVIDIA's callbacks, the
@@ -203,7 +195,6 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   constants_on_.assign(devices_.size(), 0);
   device_per_iteration_.assign(devices_.size(), 0.0);
   device_beside_kernel_.assign(devices_.size(), 0.0);
-  notice_->loop = this;  // no hook exists yet: none reads it
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
   // Devices of one model run equal work in equal time: what lets the scheduler tell a costly part
@@ -353,53 +344,8 @@ bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
 void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels,
                                 const RequestList& transfers) {
   std::lock_guard lock(m_);
-  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers, {}});
-  std::lock_guard wake(notice_->m);
-  end_wake_ = {};  // a parked calling thread leaves the graph's tasks to wait for it (run_to_end)
-}
-
-LoopState::~LoopState() {
-  std::lock_guard lock(notice_->m);
-  notice_->loop = nullptr;
-}
-
-void LoopState::note_chunk_hooks(unsigned device, Chunk chunk, const RequestList& hooks) {
-  std::lock_guard lock(m_);
-  for (auto& e : chunk_ends_)
-    if (e.device == device && e.begin == chunk.begin) e.hooks = hooks;
-}
-
-void LoopState::hook_ready() {
-  end_wake_ = {};
-  ended_.notify_all();  // a calling thread waiting for a device chunk's end (run_to_end)
-}
-
-bool LoopState::device_command_enqueued() const {
-  for (const auto& e : chunk_ends_)
-    for (const RequestList* list : {&e.kernels, &e.transfers})
-      for (const auto& r : *list)
-        if (!r->ended() && r->event.load()) return true;
-  return false;
-}
-
-bool LoopState::any_ready_hook() const {
-  for (const auto& e : chunk_ends_)
-    for (const auto& h : e.hooks)
-      if (h->ready_to_run.load() && !h->claimed.load()) return true;
-  return false;
-}
-
-bool LoopState::run_ready_hooks(std::unique_lock<std::mutex>& lock) {
-  std::vector<std::pair<unsigned, RequestPtr>> hooks;
-  for (const auto& e : chunk_ends_)
-    for (const auto& h : e.hooks)
-      if (h->ready_to_run.load() && !h->claimed.load()) hooks.emplace_back(e.device, h);
-  if (hooks.empty()) return false;
-  lock.unlock();
-  bool ran = false;
-  for (const auto& [d, h] : hooks) ran = engine_of(*devices_[d]).run_if_ready(h) || ran;
-  lock.lock();
-  return ran;
+  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers});
+  if (devices_alone()) end_wake_ = {};  // a parked calling thread watches it instead (run_to_end)
 }
 
 bool LoopState::devices_alone() const {
@@ -500,10 +446,7 @@ void LoopState::chunk_failed(int side_index, Chunk chunk, const std::string& fai
 
 void LoopState::drop_token(int side_index) {
   --tokens_;
-  if (side_index < 0 && --cpu_tokens_ == 0 && !chunk_ends_.empty()) {
-    std::lock_guard wake(notice_->m);
-    end_wake_ = {};  // run_to_end may watch now
-  }
+  if (side_index < 0 && --cpu_tokens_ == 0 && !chunk_ends_.empty()) end_wake_ = {};  // run_to_end may watch now
 }
 
 void LoopState::refused(int side_index, Chunk chunk, std::exception_ptr why, const char* by, bool kernel_failed) {
@@ -553,10 +496,7 @@ void LoopState::notify_if_ended(std::unique_lock<std::mutex>& lock) {
     graph_held_ = false;
     engine_of(c_).release_graph();
   }
-  {
-    std::lock_guard wake(notice_->m);
-    end_wake_ = {};  // the parked calling thread returns (run_to_end)
-  }
+  end_wake_ = {};  // the parked calling thread returns (run_to_end)
   ended_.notify_all();
   if (!done_) return;
   auto done = std::move(done_);
@@ -759,8 +699,6 @@ void LoopState::next_device(unsigned d) {
     // The hook on the kernels waits for every launch of the body, not only for those writing what
     // it names: a kernel on in() tiles alone still ran when its chunk, and the call, had ended.
     std::optional<Engine::HooksAfter> after_every_launch(std::in_place, *kernels);
-    RequestList hooks;  // the calling thread runs them as soon as they are ready (run_to_end)
-    std::optional<HooksOf> collecting_hooks(std::in_place, &hooks, hook_ready_);
     if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
       add_launched_images(launched, back);
       ctl.submit_hook(
@@ -831,8 +769,6 @@ void LoopState::next_device(unsigned d) {
           std::move(back));
       back_half = nullptr;
     }
-    collecting_hooks.reset();
-    note_chunk_hooks(d, chunk, hooks);
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after
     // them is not counted: an early check costs one status query, a late notice idles the device).
     if (per_iteration > 0)
@@ -1095,7 +1031,6 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
     const PreciseSleeps precise;  // its sleeps below are 20 us to 5 ms: Linux's slack would add 50
     RequestPtr watched;           // the command last watched, and since when
     std::chrono::steady_clock::time_point watched_since;
-    std::chrono::steady_clock::time_point not_enqueued_since;  // of a device chunk's commands
     while (!all_ended()) {
       // The call's last device chunks: the thread watches what ends them, where NVIDIA's callbacks
       // and the completion poller's checks came up to a millisecond late (a 6 ms SpMV call over two
@@ -1110,7 +1045,6 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
         lock.unlock();
         const bool ended = engine_of(*devices_[watching->first]).look_at(watching->second);
         lock.lock();
-        if (run_ready_hooks(lock)) continue;
         if (!ended) {
           const auto so_far = std::chrono::duration_cast<std::chrono::microseconds>(now - watched_since);
           ended_.wait_for(lock,
@@ -1118,35 +1052,8 @@ LoopState::Ended LoopState::run_to_end(std::size_t n) {
         }
         continue;
       }
-      if (run_ready_hooks(lock)) continue;
-      // A device chunk's command with the driver: its hook comes soon, and this thread, the one
-      // the CPU workers leave to the devices, takes no CPU chunk meanwhile (in N-body's first call on
-      // the H200 it ran one for 8.5 ms while a device's hook waited 7.3 ms for a thread). It sleeps
-      // until a hook is ready (hook_ready) or a millisecond has passed. With nothing enqueued to wait
-      // for, what comes next needs the graph's tasks: it runs them below.
-      const auto now = std::chrono::steady_clock::now();
-      if (device_command_enqueued()) {
-        not_enqueued_since = {};
-        ended_.wait_for(lock, std::chrono::milliseconds(1));
-        continue;
-      }
-      // A device chunk whose commands are on their way to the driver (the streaming node's task):
-      // they are given 2 ms before this thread runs the graph's tasks, which may be what they need.
-      if (!chunk_ends_.empty()) {
-        if (not_enqueued_since == std::chrono::steady_clock::time_point{}) not_enqueued_since = now;
-        if (now - not_enqueued_since < std::chrono::milliseconds(2)) {
-          ended_.wait_for(lock, std::chrono::microseconds(100));
-          continue;
-        }
-      }
-      not_enqueued_since = {};
       ArenaPark parking;
-      {
-        std::lock_guard wake(notice_->m);
-        end_wake_ = parking.wake();
-        // One made ready since the look above found no handle to wake (it is marked ready first).
-        if (any_ready_hook()) end_wake_ = {};
-      }
+      end_wake_ = parking.wake();
       lock.unlock();
       parking.wait();
       lock.lock();

@@ -41,9 +41,6 @@ class LoopState {
             const SchedulerFactory& make_scheduler = nullptr);
   LoopState(Controller& c, LoopOptions options, std::uint32_t flow_node)
       : LoopState(std::vector<Controller*>{&c}, std::move(options), flow_node) {}
-  ~LoopState();  // its device chunks' hooks tell it nothing more (notice_)
-  LoopState(const LoopState&) = delete;
-  LoopState& operator=(const LoopState&) = delete;
   // UsageError for an empty list, a null entry, a controller listed twice, or several devices where
   // one is under the sync policy.
   static void check_devices(const std::vector<Controller*>& devices);
@@ -151,20 +148,8 @@ class LoopState {
   // Whether a device chunk's write must go to the device before it: an io() region of a tile with
   // a host image that the call's reads (LoopBody::reads, moved at its start) do not hold.
   bool read_before_device_chunk(const Access& w) const;
-  // A device chunk's kernels and transfers back, until the transfers' hook runs; then its hooks.
+  // A device chunk's kernels and transfers back, until the transfers' hook runs.
   void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
-  void note_chunk_hooks(unsigned device, Chunk chunk, const RequestList& hooks);
-  // The calling thread (run_to_end, holding `lock`): runs the device chunks' hooks that are ready
-  // and that no TBB task has taken yet. Whether it ran one.
-  bool run_ready_hooks(std::unique_lock<std::mutex>& lock);
-  bool any_ready_hook() const;           // under m_
-  bool device_command_enqueued() const;  // under m_: a device chunk's command not seen ended
-  // Under notice_->m: a device chunk's hook became ready (on whichever thread saw its commands
-  // end): the calling thread wakes to run it. A task put to the arena from outside it (the
-  // completion poller, a driver's callback) waits for a TBB worker, and with every worker in a CPU
-  // chunk and the calling thread asleep in its wait, N-body's first call on the H200 had hooks wait
-  // 1.7-7 ms (perf/RESULTS.md 2026-11-29).
-  void hook_ready();
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
   bool devices_alone() const;
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
@@ -202,7 +187,7 @@ class LoopState {
   struct ChunkEnds {
     unsigned device;
     std::size_t begin;  // the chunk's
-    RequestList kernels, transfers, hooks;
+    RequestList kernels, transfers;
   };
   std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
   // A CPU chunk that the devices would finish sooner gives them its tail. Run-once loops paid for it
@@ -231,20 +216,7 @@ class LoopState {
   bool graph_held_ = false;          // run's thread holds the home graph open until the call's end
   // The one task the calling thread's task_group waits for while it runs graph tasks (run_to_end),
   // never run: the call's end destroys it, which ends that wait.
-  tbb::task_handle end_wake_;  // under m_ and notice_->m (hook_ready holds only the latter)
-  // What the device chunks' hooks tell as they become ready, shared with them: a hook is marked
-  // ready before it tells (Engine::ready), and in between the calling thread may run it, end the call
-  // and let the loop go (a parallel_for's: ThreadSanitizer caught the use after free). `loop` is
-  // null from the loop's destructor on.
-  struct HookNotice {
-    std::mutex m;
-    LoopState* loop = nullptr;
-  };
-  const std::shared_ptr<HookNotice> notice_ = std::make_shared<HookNotice>();
-  const std::function<void()> hook_ready_ = [notice = notice_] {
-    std::lock_guard lock(notice->m);
-    if (notice->loop) notice->loop->hook_ready();
-  };
+  tbb::task_handle end_wake_;
 };
 
 }  // namespace hetflow::detail

@@ -93,9 +93,6 @@ struct HostWork {  // a host task, or a tile's release (`fn` frees the tile)
 // A completion hook (Controller::on_ready): runs whatever its predecessors' outcome, and is told it.
 struct HookWork {
   UniqueFunction<void(const Outcome&)> fn;
-  // Told on the thread that makes the hook ready, before its task goes to the graph: a loop's
-  // calling thread, parked, runs its device chunks' hooks itself (Engine::collect_hooks).
-  std::function<void()> when_ready;
 };
 // wait(t), wait_all(), or under sync the wait on explicit requests. Built in place (not movable).
 struct WaitWork {

@@ -1116,59 +1116,6 @@ TEST_CASE("the device is served while every CPU worker is busy, however many wor
   }
 }
 
-// The calling thread is the one the CPU workers leave to the devices (docs/parallel-for.md, "The
-// calling thread"): while a device chunk's command is with the driver it takes no CPU chunk, and runs
-// the device chunks' hooks as they become ready. Before, it ran graph tasks while chunks were left to
-// hand out, CPU chunks among them: in N-body's first call on the H200 it held one for 8.5 ms while
-// the device's hook waited 7.3 ms for a thread. Here the device's chunks are kernels of ~10 ms on
-// PoCL and the CPU's of 3 ms, with one CPU worker: the calling thread ran 12-24 of 28 before (two cores).
-TEST_CASE("while device chunks run, the loop's calling thread runs no CPU chunk: it is kept for the devices") {
-  const unsigned threads = tbb_threads();
-  if (threads < 2) {
-    MESSAGE("one TBB thread: the CPU chunk and the device take turns on it; nothing to check");
-    return;
-  }
-  Controller c(test::options(Policy::async));
-  constexpr std::size_t n = 64;
-  auto y = c.tile<int>(n, "y");
-  Kernel slow = c.kernel_from_source(
-      "kernel void slow(global int* y, int spins) { int acc = (int)get_global_id(0);"
-      " for (int i = 0; i < spins; ++i) acc = acc * 1664525 + 1013904223;"
-      " y[get_global_id(0)] = acc == 0x5eed ? 3 : 1; }",  // 1, but only once the loop has run
-      "slow");
-  const std::thread::id test_thread = std::this_thread::get_id();
-  std::mutex m;
-  std::size_t cpu_chunks = 0, on_calling_thread = 0;
-  LoopBody body;
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(slow, Range(ch.size()).offset(ch.begin), out(y.region(span_of(ch))), 2'000'000);
-  };
-  body.cpu = [&](Chunk ch) {
-    {
-      std::lock_guard lock(m);
-      ++cpu_chunks;
-      on_calling_thread += std::this_thread::get_id() == test_thread;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    for (std::size_t i = ch.begin; i < ch.end; ++i) y[i] = 2;
-  };
-  body.writes = [&](Chunk ch) { return std::vector<Access>{out(y.region(span_of(ch)))}; };
-  test::fill(y, 0);
-  // One CPU worker, whatever the cores: with 15 (PoCL on the GPU host) they took all but one chunk.
-  const auto report = parallel_for(c, n, body, {.scheduler = "dynamic:4", .cpu_workers = 1});
-  std::size_t ones = 0, twos = 0;
-  for (std::size_t i = 0; i < n; ++i) ones += y[i] == 1, twos += y[i] == 2;
-  CHECK(ones == report.sides[1].iterations);
-  CHECK(twos == report.sides[0].iterations);
-  CHECK(ones + twos == n);
-  CHECK(report.sides[1].chunks >= 2);
-  INFO("CPU chunks " << cpu_chunks << ", on the calling thread " << on_calling_thread);
-  CHECK(cpu_chunks >= 2);
-  // Once the device has nothing left and its last chunk is back, the calling thread may take the
-  // CPU's last chunk: at most one.
-  CHECK(on_calling_thread <= 1);
-}
-
 TEST_CASE("under async the device's first chunk is handed out before the CPU workers' (it leads the range)") {
   // docs/parallel-for.md "How a call runs": the CPU workers' hand-out took 0.2 ms of a 1.2 ms
   // N-body call the device waited out when the CPU went first.

@@ -110,14 +110,13 @@ struct LoopOptions {
   // "static:S1,S2,..." (one share per device), "dynamic:C" (chunks of C iterations), "hguided",
   // "oracle" (tries static shares, one per call, keeps the best). LogFit learns in its first call
   // (device chunks of growing sizes, CPU probes: on one H200, Mandelbrot 4096x4096's first call
-  // 26-46 ms, later ones 3.3-3.8 ms, the device alone 4.0): a loop called again belongs in a
+  // 34-59 ms, later ones 3.3-3.8 ms, the device alone 4.0): a loop called again belongs in a
   // HeteroLoop, and a loop run once whose split is known is better given a static share.
   std::string scheduler = "logfit";
   // CPU chunks at once; 0 = the TBB threads less one, and two fewer for each device past the first.
   // Never more than the threads less one: one thread stays for the devices, whose completions and
   // next launches are TBB tasks too (with every thread in a CPU chunk they waited for the CPU to run
-  // out of chunks: seed 002's starved GPU token). The calling thread is that one while it waits:
-  // while a device chunk runs it takes no CPU chunk, and runs the devices' completions itself.
+  // out of chunks: seed 002's starved GPU token). The calling thread is that one while it waits.
   // Further devices need cores too, for their drivers' threads (two H100s, 32 threads: with 30 or
   // 31 workers the GPUs' notices came ~4 ms late, likely a scheduler tick; with 29 they did not).
   // LoopReport::cpu_workers says how many ran.
