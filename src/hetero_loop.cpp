@@ -194,7 +194,7 @@ LoopState::LoopState(std::vector<Controller*> devices, LoopOptions options, std:
   views_.resize(devices_.size());
   constants_on_.assign(devices_.size(), 0);
   device_per_iteration_.assign(devices_.size(), 0.0);
-  device_beside_kernel_.assign(devices_.size(), 0.0);
+  device_tail_price_.assign(devices_.size(), DeviceTailPrice{});
   for (std::size_t d = 1; d < devices_.size(); ++d)
     views_[d] = std::make_unique<DeviceView>(c_, *devices_[d], side_text(int(d)));
   // Devices of one model run equal work in equal time: what lets the scheduler tell a costly part
@@ -418,7 +418,7 @@ void LoopState::chunk_measured(int side_index, Chunk chunk, double seconds, doub
   std::lock_guard lock(m_);
   if (!cpu && seconds > 0 && chunk.size() > 0) {
     device_per_iteration_[std::size_t(side_index)] = seconds / double(chunk.size());
-    device_beside_kernel_[std::size_t(side_index)] = std::max(0.0, round_trip - seconds);
+    device_tail_price_[std::size_t(side_index)].record(chunk.size(), seconds, round_trip);
   }
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's kernels (run_to_end)
 }
@@ -577,8 +577,8 @@ std::size_t LoopState::run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake) 
 
 bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake) {
   // The CPU's time for the tail at its rate on this chunk so far, against the fastest waiting
-  // device's: its latest chunk's kernel rate, plus what that chunk took beside its kernel (launch,
-  // the wait in its queue, the notice of its end; 200 us at least, for the transfer back). Given
+  // device's (DeviceTailPrice: its largest chunk's kernel rate, no less than its least kernel time,
+  // plus what its latest chunk took beside its kernels; 200 us at least, for the transfer back). Given
   // only where the CPU would still take 2 ms or more and the device under half of that: the rates
   // are of other iterations, and on one H200 tails given for less slowed the first calls of
   // Barnes-Hut and SpMV by 15-19 % (perf/RESULTS.md, 2026-11-28 21:21Z).
@@ -588,9 +588,7 @@ bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, 
   const std::size_t tail = chunk.end - stopped_at;
   const double cpu_left = seconds / double(stopped_at - chunk.begin) * double(tail);
   if (cpu_left < kLeastCpuLeft) return false;
-  const auto device_time = [&](unsigned d) {
-    return device_per_iteration_[d] * double(tail) + std::max(kLeastBeside, device_beside_kernel_[d]);
-  };
+  const auto device_time = [&](unsigned d) { return device_tail_price_[d].seconds(tail, kLeastBeside); };
   std::size_t fastest = 0;
   for (std::size_t i = 1; i < parked_.size(); ++i)
     if (device_time(parked_[i]) < device_time(parked_[fastest])) fastest = i;

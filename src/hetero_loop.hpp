@@ -22,6 +22,7 @@
 #include <tbb/task_group.h>
 
 #include "device_view.hpp"
+#include "loop_device_price.hpp"
 #include "loop_schedulers.hpp"
 #include "request.hpp"
 
@@ -209,7 +210,7 @@ class LoopState {
   // Per device: seconds per iteration of its latest chunk that ended well (0: none yet), kept across
   // calls: when its next chunk should end, for the completion poller (Engine::expect_end).
   std::vector<double> device_per_iteration_;
-  std::vector<double> device_beside_kernel_;  // per device: its latest such chunk's round trip less its kernels
+  std::vector<DeviceTailPrice> device_tail_price_;  // per device: what it would take for a CPU chunk's tail
   std::chrono::steady_clock::time_point started_;
   std::function<void(Ended)> done_;  // a started call's
   bool running_ = false;             // a call is between claim() and its end

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "loop_device_price.hpp"
 #include "loop_scheduler_spec.hpp"
 #include "loop_schedulers.hpp"
 #include "loop_simulation.hpp"
@@ -633,4 +634,27 @@ TEST_CASE("a scheduler spec is plain decimal, refused whole when out of range, a
     CAPTURE(c.spec);
     CHECK_THROWS_WITH_AS(make_loop_scheduler(c.spec, 1, 2), doctest::Contains(c.said), UsageError);
   }
+}
+
+TEST_CASE("a device's price for a CPU chunk's tail: its largest chunk's rate, no less than its least kernel") {
+  DeviceTailPrice price;
+  CHECK_FALSE(price.known());
+  CHECK(price.seconds(60, 200e-6) == 0);
+  // N-body 32K's first call on one H200: 64 bodies in 0.217 ms, then LogFit's 1-body leftover in
+  // 0.204 ms. Priced at the latest chunk's rate, 60 bodies took 12 ms and the CPU kept its tail.
+  price.record(64, 0.217e-3, 0.5e-3);
+  price.record(1, 0.204e-3, 0.4e-3);
+  REQUIRE(price.known());
+  // 60 bodies at 64 bodies' rate (0.203 ms) fall below the least kernel seen (0.204 ms): the floor.
+  CHECK(price.seconds(60, 0) == doctest::Approx(0.204e-3 + 0.196e-3));
+  CHECK(price.seconds(60, 200e-6) == doctest::Approx(0.204e-3 + 0.2e-3));
+  CHECK(price.seconds(640, 0) == doctest::Approx(2.17e-3 + 0.196e-3));
+  // A larger chunk sets the rate; what it spent beside its kernels is the latest chunk's.
+  price.record(4096, 2.048e-3, 2.148e-3);
+  CHECK(price.seconds(8192, 0) == doctest::Approx(4.096e-3 + 0.1e-3));
+  CHECK(price.seconds(1, 0) == doctest::Approx(0.204e-3 + 0.1e-3));
+  // Chunks without a kernel time teach nothing.
+  price.record(100'000, 0, 1.0);
+  price.record(0, 1.0, 1.0);
+  CHECK(price.seconds(8192, 0) == doctest::Approx(4.096e-3 + 0.1e-3));
 }
