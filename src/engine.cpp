@@ -371,6 +371,7 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 namespace {
 thread_local RequestList* launch_collector = nullptr;
 thread_local RequestList* transfer_collector = nullptr;
+thread_local RequestList* hook_collector = nullptr;
 thread_local std::vector<Access>* launch_writes_collector = nullptr;
 thread_local std::uint32_t submitting_flow_node = 0;
 thread_local RequestList* deferred_blocking = nullptr;
@@ -382,6 +383,8 @@ void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std:
   transfer_collector = transfers;
   launch_writes_collector = launch_writes;
 }
+
+void Engine::collect_hooks(RequestList* hooks) { hook_collector = hooks; }
 
 Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
 Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
@@ -451,6 +454,7 @@ void Engine::submit(RequestPtr r) {
       for (const auto& a : r->accesses)
         if (a.writes()) launch_writes_collector->push_back(a);
     if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
+    if (hook_collector && r->is_hook()) hook_collector->push_back(r);
     r->id = next_id_++;
     if (r->kind != Kind::wait) in_flight_.fetch_add(1, std::memory_order_relaxed);  // ended in finish()
     if (host_task_on_this_thread()) {  // after its number: a wait that saw no change covers it

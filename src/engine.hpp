@@ -74,6 +74,12 @@ class Engine {
   // (Request::take_leftovers), which may come before its submitter looks.
   static void collect_commands(RequestList* kernels, RequestList* transfers,
                                std::vector<Access>* launch_writes = nullptr);
+  // While set on a thread, the completion hooks it submits are also appended to `hooks`: a loop's
+  // device chunks', which its CPU chunks run between their pieces once ready (run_if_ready).
+  static void collect_hooks(RequestList* hooks);
+  // Runs the hook or host task `r` on the calling thread if it is ready and no other thread has
+  // taken it yet (its TBB task then finds it taken). Whether it ran it.
+  bool run_if_ready(const RequestPtr& r) { return r->ready_to_run.load() && !r->claimed.load() && run_host_once(r); }
   // While one is open on a thread, the completion hooks it submits also wait for those of
   // `launches` that are kernel launches of the hook's engine (another's end is its own engine's to
   // tell): a loop's device chunk ends only once every launch of its body has, those that write no

@@ -101,6 +101,14 @@ class CommandsOf {
   CommandsOf(const CommandsOf&) = delete;
   CommandsOf& operator=(const CommandsOf&) = delete;
 };
+// The completion hooks submitted on this thread while it lives.
+class HooksOf {
+ public:
+  explicit HooksOf(RequestList* hooks) { Engine::collect_hooks(hooks); }
+  ~HooksOf() { Engine::collect_hooks(nullptr); }
+  HooksOf(const HooksOf&) = delete;
+  HooksOf& operator=(const HooksOf&) = delete;
+};
 
 // A device chunk's time: from its kernels' profiling counters (first start to last end) where the
 // queues profile, since completion notices can come a millisecond late (NVIDIA's callbacks, the
@@ -344,8 +352,25 @@ bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
 void LoopState::note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels,
                                 const RequestList& transfers) {
   std::lock_guard lock(m_);
-  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers});
+  chunk_ends_.push_back(ChunkEnds{device, chunk.begin, kernels, transfers, {}});
   if (devices_alone()) end_wake_ = {};  // a parked calling thread watches it instead (run_to_end)
+}
+
+void LoopState::note_chunk_hooks(unsigned device, Chunk chunk, RequestList hooks) {
+  std::lock_guard lock(m_);
+  for (auto& e : chunk_ends_)
+    if (e.device == device && e.begin == chunk.begin) e.hooks = std::move(hooks);
+}
+
+void LoopState::run_ready_device_hooks() {
+  std::vector<std::pair<unsigned, RequestPtr>> ready;
+  {
+    std::lock_guard lock(m_);
+    for (const auto& e : chunk_ends_)
+      for (const auto& h : e.hooks)
+        if (h->ready_to_run.load() && !h->claimed.load()) ready.emplace_back(e.device, h);
+  }
+  for (const auto& [d, h] : ready) engine_of(*devices_[d]).run_if_ready(h);
 }
 
 bool LoopState::devices_alone() const {
@@ -567,6 +592,11 @@ std::size_t LoopState::run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake) 
     const Chunk part{at, at + std::min(step, chunk.end - at)};  // no sum past SIZE_MAX
     body_.cpu(part);
     at = part.end;
+    // A device chunk's hook made ready from outside the arena (the completion poller, a driver's
+    // callback) waits for a TBB thread, and while every one runs a CPU chunk it waited up to a
+    // whole chunk (N-body's first call on one H200: 0.4-7.3 ms, the device idle meanwhile;
+    // perf/RESULTS.md 2026-11-29). Between pieces, this thread runs it instead.
+    run_ready_device_hooks();
     if (at < chunk.end && device_waiting_.load(std::memory_order_relaxed) &&
         yield_tail(chunk, at, seconds_since(t0), wake))
       break;
@@ -697,6 +727,8 @@ void LoopState::next_device(unsigned d) {
     // The hook on the kernels waits for every launch of the body, not only for those writing what
     // it names: a kernel on in() tiles alone still ran when its chunk, and the call, had ended.
     std::optional<Engine::HooksAfter> after_every_launch(std::in_place, *kernels);
+    RequestList hooks;  // run by a CPU chunk between its pieces, should no TBB thread come first
+    std::optional<HooksOf> collecting_hooks(std::in_place, &hooks);
     if (transfers_back.empty()) {  // nothing to bring back (every write device-only): the kernels end the chunk
       add_launched_images(launched, back);
       ctl.submit_hook(
@@ -767,6 +799,8 @@ void LoopState::next_device(unsigned d) {
           std::move(back));
       back_half = nullptr;
     }
+    collecting_hooks.reset();
+    note_chunk_hooks(d, chunk, std::move(hooks));
     // Its kernels should end about then, at the rate of its chunk before (the transfer back after
     // them is not counted: an early check costs one status query, a late notice idles the device).
     if (per_iteration > 0)

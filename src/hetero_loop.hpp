@@ -149,8 +149,12 @@ class LoopState {
   // Whether a device chunk's write must go to the device before it: an io() region of a tile with
   // a host image that the call's reads (LoopBody::reads, moved at its start) do not hold.
   bool read_before_device_chunk(const Access& w) const;
-  // A device chunk's kernels and transfers back, until the transfers' hook runs.
+  // A device chunk's kernels and transfers back, until the transfers' hook runs; then its hooks.
   void note_chunk_ends(unsigned device, Chunk chunk, const RequestList& kernels, const RequestList& transfers);
+  void note_chunk_hooks(unsigned device, Chunk chunk, RequestList hooks);
+  // Runs the device chunks' hooks that are ready and that no thread has taken yet (a CPU chunk,
+  // between its pieces).
+  void run_ready_device_hooks();
   // Under m_: no CPU chunk runs or can start any more, or nothing is left to hand out.
   bool devices_alone() const;
   // Under m_: an enqueued command that ends a device chunk in flight, once devices_alone().
@@ -188,7 +192,7 @@ class LoopState {
   struct ChunkEnds {
     unsigned device;
     std::size_t begin;  // the chunk's
-    RequestList kernels, transfers;
+    RequestList kernels, transfers, hooks;
   };
   std::vector<ChunkEnds> chunk_ends_;  // device chunks in flight
   // A CPU chunk that the devices would finish sooner gives them its tail. Run-once loops paid for it

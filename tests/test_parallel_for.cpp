@@ -271,6 +271,75 @@ TEST_CASE("a CPU chunk the device would finish far sooner gives the device its t
   }
 }
 
+TEST_CASE("a device chunk's end is taken up between a CPU chunk's pieces when no other thread is free") {
+  // Two TBB threads, the worker held by another arena: the loop's calling thread is the only one
+  // here, and it runs the CPU chunks. A device chunk's hook, made ready by the driver's callback or
+  // the completion poller (outside the arena), waited for the whole CPU chunk before (N-body's first
+  // call on one H200: 0.4-7.3 ms, perf/RESULTS.md 2026-11-29). Now a CPU chunk runs it between its
+  // pieces: device chunks are launched inside CPU chunks, where a piece ends short of a chunk's end.
+  tbb::global_control two_threads(tbb::global_control::max_allowed_parallelism, 2);
+  struct Blocker {
+    std::atomic<bool> started{false}, release{false};
+  };
+  auto blocker = std::make_shared<Blocker>();
+  tbb::task_arena elsewhere(1, 0);
+  elsewhere.enqueue([blocker] {
+    blocker->started = true;
+    while (!blocker->release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  const auto asked = std::chrono::steady_clock::now();
+  while (!blocker->started && std::chrono::steady_clock::now() - asked < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(blocker->started);
+  struct Release {
+    std::shared_ptr<Blocker> b;
+    ~Release() { b->release = true; }
+  } release_at_end{blocker};
+
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t k = 8, n = 40 * k;  // dynamic:8: a CPU chunk is 8 pieces of one iteration, 2 ms each
+  CountingLoop counting(c, n);
+  LoopBody body = counting.body_with_slow_cpu(std::chrono::milliseconds(2));
+  struct Piece {
+    std::thread::id thread;
+    Chunk chunk;
+    std::chrono::steady_clock::time_point from, to;
+  };
+  struct Launch {
+    std::thread::id thread;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex m;
+  std::vector<Piece> pieces;
+  std::vector<Launch> launches;
+  body.cpu = [&, slow = body.cpu](Chunk ch) {
+    const auto from = std::chrono::steady_clock::now();
+    slow(ch);
+    std::lock_guard lock(m);
+    pieces.push_back({std::this_thread::get_id(), ch, from, std::chrono::steady_clock::now()});
+  };
+  body.device = [&, launch = body.device](Controller& ctl, Chunk ch) {
+    {
+      std::lock_guard lock(m);
+      launches.push_back({std::this_thread::get_id(), std::chrono::steady_clock::now()});
+    }
+    launch(ctl, ch);
+  };
+  const LoopReport report = parallel_for(c, n, body, {.scheduler = "dynamic:8", .cpu_workers = 1});
+  std::size_t on_cpu = 0, on_device = 0;
+  CHECK(counting.each_once(n, on_cpu, on_device));
+  REQUIRE(report.sides[0].chunks >= 1);
+  std::size_t inside = 0;  // device launches between two pieces of one CPU chunk, on its thread
+  for (const Launch& l : launches)
+    for (const Piece& p : pieces)
+      for (const Piece& q : pieces)
+        if (p.chunk.end == q.chunk.begin && p.chunk.end % k != 0 && p.thread == l.thread && q.thread == l.thread &&
+            p.to <= l.at && l.at <= q.from)
+          ++inside;
+  INFO("CPU chunks " << report.sides[0].chunks << ", device chunks " << report.sides[1].chunks);
+  CHECK(inside >= 1);
+}
+
 TEST_CASE("a loop with only a CPU body covers ranges up to the largest size_t") {
   Controller c(test::options(Policy::async));
   for (std::size_t n : {std::size_t(1) << 56, SIZE_MAX})
