@@ -318,12 +318,21 @@ TEST_CASE("a device chunk's end is taken up between a CPU chunk's pieces when no
     std::lock_guard lock(m);
     pieces.push_back({std::this_thread::get_id(), ch, from, std::chrono::steady_clock::now()});
   };
-  body.device = [&, launch = body.device](Controller& ctl, Chunk ch) {
+  // A device chunk of a millisecond or two on any device: one that ended within microseconds (the
+  // H200, PoCL on 16 cores) had its successor launched by the calling thread before it took the CPU
+  // chunk, and the device ran every chunk but the CPU's first.
+  Kernel slow_mark = c.kernel_from_source(
+      "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
+      " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
+      " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
+      "slow_mark");
+  body.device = [&](Controller& ctl, Chunk ch) {
     {
       std::lock_guard lock(m);
       launches.push_back({std::this_thread::get_id(), std::chrono::steady_clock::now()});
     }
-    launch(ctl, ch);
+    ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
+               cl_ulong(ch.end), cl_uint(1u << 20));
   };
   const LoopReport report = parallel_for(c, n, body, {.scheduler = "dynamic:8", .cpu_workers = 1});
   std::size_t on_cpu = 0, on_device = 0;
