@@ -313,9 +313,17 @@ bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
     chunk = given_back_.back();
     given_back_.pop_back();
     tails_taken_.insert(chunk.begin);
+    ++tails_running_[std::size_t(side)];
+    note_tail_takers();
     log().debug("parallel_for: {} takes over a cpu chunk's tail {}", side_text(side), range_text(chunk));
     ++in_flight_;
     return true;
+  }
+  if (!cpu && tail_tokens_[std::size_t(side)] > 0) {  // one added for a tail, with none left: it stops
+    --tail_tokens_[std::size_t(side)];
+    note_tail_takers();
+    drop_token(side);
+    return false;
   }
   const std::size_t remaining = n_ - next_;
   std::size_t size = 0;
@@ -330,7 +338,7 @@ bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
     if (!cpu && !stopping_ && may_park_ && cpu_in_flight_ > 0 && device_per_iteration_[std::size_t(side)] > 0) {
       log().debug("parallel_for: {} waits for a cpu chunk's tail", side_text(side));
       parked_.push_back(unsigned(side));
-      device_waiting_.store(true, std::memory_order_relaxed);
+      note_tail_takers();
       return false;
     }
     log().debug("parallel_for: a {} token stops, {} iterations left", side_text(side), remaining);
@@ -489,7 +497,10 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   if (!cpu) {
     std::erase_if(chunk_ends_,
                   [&](const ChunkEnds& e) { return e.device == unsigned(side_index) && e.begin == chunk.begin; });
-    tails_taken_.erase(chunk.begin);
+    if (tails_taken_.erase(chunk.begin) > 0) {
+      --tails_running_[std::size_t(side_index)];
+      note_tail_takers();
+    }
   }
   auto& side = report_.sides[std::size_t(side_index + 1)];
   side.iterations += chunk.size();
@@ -502,13 +513,23 @@ void LoopState::chunk_back(int side_index, Chunk chunk, double seconds, const st
   std::vector<unsigned> wake;
   if (cpu && (--cpu_in_flight_ == 0 || stopping_)) {
     wake.swap(parked_);
-    device_waiting_.store(false, std::memory_order_relaxed);
+    note_tail_takers();
   }
   if (!cpu) ended_.notify_all();  // a calling thread watching the chunk's transfers back (run_to_end)
   notify_if_ended(lock);
   if (lock.owns_lock()) lock.unlock();
   for (const unsigned d : wake) next_device(d);
 }
+
+bool LoopState::tail_takers() const {
+  if (stopping_ || cpu_in_flight_ == 0) return false;
+  if (!parked_.empty()) return true;
+  for (std::size_t d = 0; d < devices_.size(); ++d)
+    if (tails_running_[d] > 0 && tails_running_[d] + tail_tokens_[d] < kMostTailsInFlight) return true;
+  return false;
+}
+
+void LoopState::note_tail_takers() { device_waiting_.store(tail_takers(), std::memory_order_relaxed); }
 
 bool LoopState::is_tail(int side_index, Chunk chunk) {
   std::lock_guard lock(m_);
@@ -606,30 +627,45 @@ std::size_t LoopState::run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake) 
 }
 
 bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake) {
-  // The CPU's time for the tail at its rate on this chunk so far, against the fastest waiting
-  // device's (DeviceTailPrice: its largest chunk's kernel rate, no less than its least kernel time,
-  // plus what its latest chunk took beside its kernels; 200 us at least, for the transfer back). Given
-  // only where the CPU would still take 2 ms or more and the device under half of that: the rates
-  // are of other iterations, and on one H200 tails given for less slowed the first calls of
-  // Barnes-Hut and SpMV by 15-19 % (perf/RESULTS.md, 2026-11-28 21:21Z).
+  // The CPU's time for the tail at its rate on this chunk so far, against the fastest device's that
+  // would take it: a parked one, or one running tails already, whose queue runs this one after
+  // them (DeviceTailPrice: its largest chunk's kernel rate, no less than its least kernel time,
+  // plus what its latest chunk took beside its kernels; 200 us at least, for the transfer back;
+  // times one more for each tail ahead). Given only where the CPU would still take 2 ms or more and
+  // the device under half of that: the rates are of other iterations, and on one H200 tails given
+  // for less slowed the first calls of Barnes-Hut and SpMV by 15-19 % (perf/RESULTS.md, 2026-11-28 21:21Z).
   constexpr double kLeastBeside = 200e-6, kLeastCpuLeft = 2e-3;
   std::lock_guard lock(m_);
-  if (parked_.empty() || stopping_) return false;
+  if (!tail_takers()) return false;
   const std::size_t tail = chunk.end - stopped_at;
   const double cpu_left = seconds / double(stopped_at - chunk.begin) * double(tail);
   if (cpu_left < kLeastCpuLeft) return false;
-  const auto device_time = [&](unsigned d) { return device_tail_price_[d].seconds(tail, kLeastBeside); };
-  std::size_t fastest = 0;
-  for (std::size_t i = 1; i < parked_.size(); ++i)
-    if (device_time(parked_[i]) < device_time(parked_[fastest])) fastest = i;
-  const unsigned d = parked_[fastest];
-  if (device_time(d) > 0.5 * cpu_left) return false;
-  log().debug("parallel_for: cpu chunk {} gives its tail {} to {} (cpu {:.3f} ms left)", range_text(chunk),
-              range_text(Chunk{stopped_at, chunk.end}), side_text(int(d)), cpu_left * 1e3);
+  const auto device_time = [&](unsigned d) {
+    const bool parked = std::find(parked_.begin(), parked_.end(), d) != parked_.end();
+    return device_tail_price_[d].seconds(tail, kLeastBeside) * double(1 + (parked ? 0 : tails_running_[d]));
+  };
+  const auto room = [&](unsigned d) {
+    return std::find(parked_.begin(), parked_.end(), d) != parked_.end() ||
+           (tails_running_[d] > 0 && tails_running_[d] + tail_tokens_[d] < kMostTailsInFlight);
+  };
+  std::optional<unsigned> fastest;
+  for (unsigned d = 0; d < unsigned(devices_.size()); ++d)
+    if (room(d) && device_tail_price_[d].known() && (!fastest || device_time(d) < device_time(*fastest))) fastest = d;
+  if (!fastest || device_time(*fastest) > 0.5 * cpu_left) return false;
+  const unsigned d = *fastest;
+  const auto parked = std::find(parked_.begin(), parked_.end(), d);
+  log().debug("parallel_for: cpu chunk {} gives its tail {} to {} (cpu {:.3f} ms left{})", range_text(chunk),
+              range_text(Chunk{stopped_at, chunk.end}), side_text(int(d)), cpu_left * 1e3,
+              parked == parked_.end() ? fmt::format(", {} tails ahead", tails_running_[d]) : std::string());
   given_back_.push_back(Chunk{stopped_at, chunk.end});
   wake.push_back(d);
-  parked_.erase(parked_.begin() + std::ptrdiff_t(fastest));
-  device_waiting_.store(!parked_.empty(), std::memory_order_relaxed);
+  if (parked != parked_.end()) {
+    parked_.erase(parked);
+  } else {  // a token more for it, until it finds nothing to take (LoopState::take)
+    ++tail_tokens_[d];
+    ++tokens_;
+  }
+  note_tail_takers();
   return true;
 }
 
@@ -899,6 +935,8 @@ void LoopState::begin(std::size_t n) {
     given_back_.clear();
     parked_.clear();
     tails_taken_.clear();
+    tails_running_.assign(devices_.size(), 0);
+    tail_tokens_.assign(devices_.size(), 0);
     cpu_in_flight_ = 0;
     device_waiting_.store(false, std::memory_order_relaxed);
     may_park_ = engine.policy == Policy::async && !scheduler_->fixed_shares();

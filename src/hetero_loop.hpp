@@ -206,8 +206,19 @@ class LoopState {
   std::vector<unsigned> parked_;
   std::set<std::size_t> tails_taken_;
   unsigned cpu_in_flight_ = 0;
-  bool may_park_ = false;                    // async: a hook, not the calling thread, runs the device tokens
-  std::atomic<bool> device_waiting_{false};  // parked_ is not empty; read between a CPU chunk's pieces
+  bool may_park_ = false;  // async: a hook, not the calling thread, runs the device tokens
+  // Per device, under m_: tails in flight, and the tokens added to run more of them at once. With
+  // one token a device ran N-body's 14 tails one after another, a 0.21 ms kernel every ~0.5 ms, each
+  // tail waiting for the last one's notice (perf/RESULTS.md, 2026-11-29 03:54Z). A token added for
+  // a tail stops when it finds nothing to take, instead of waiting.
+  std::vector<unsigned> tails_running_, tail_tokens_;
+  // A device's in-order queue runs its tails one after another, and each is priced behind those
+  // ahead of it (yield_tail); this bounds the tokens a device gets for them.
+  static constexpr unsigned kMostTailsInFlight = 8;
+  // Whether a device would take a tail now (tail_takers()); read between a CPU chunk's pieces.
+  std::atomic<bool> device_waiting_{false};
+  bool tail_takers() const;  // under m_: a parked device token, or a device running tails with room for more
+  void note_tail_takers();   // under m_: device_waiting_ = tail_takers()
   // Per device: LoopBody::constants moved there and not changed since. Kept across calls; cleared by
   // constants_changed() and by a failed call (a failed move must not leave the device's image trusted).
   std::vector<char> constants_on_;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "analysis/dump_reader.hpp"
@@ -347,6 +348,57 @@ TEST_CASE("a device chunk's end is taken up between a CPU chunk's pieces when no
           ++inside;
   INFO("CPU chunks " << report.sides[0].chunks << ", device chunks " << report.sides[1].chunks);
   CHECK(inside >= 1);
+}
+
+TEST_CASE("tails of several CPU chunks run on the device at once, every iteration once") {
+  // Five CPU workers at 10 ms an iteration, a device chunk of ~10 ms: once the device has run its
+  // share, the CPU chunks give it their tails within a few pieces of each other. With its one token
+  // it ran them one after another, each launched from the last one's end (N-body 32K's first call
+  // on one H200: 14 tails, one every ~0.5 ms). Now a tail goes to a device running tails already,
+  // behind them on its queue: a kernel of the loop is submitted before the previous one has ended.
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 6);
+  tbb::task_arena arena(6);
+  std::optional<Controller> c;
+  arena.execute([&] {
+    ControllerOptions o = test::options(Policy::async);
+    o.record = true;
+    c.emplace(o);
+  });
+  constexpr std::size_t n = 200;
+  CountingLoop counting(*c, n);
+  LoopBody body = counting.body_with_slow_cpu(std::chrono::milliseconds(10));
+  body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
+  Kernel slow_mark = c->kernel_from_source(
+      "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
+      " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
+      " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
+      "slow_mark");
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
+               cl_ulong(ch.end), cl_uint(1u << 20));
+  };
+  LoopReport report;
+  arena.execute([&] { report = parallel_for(*c, n, body, {.scheduler = "dynamic:20", .cpu_workers = 5}); });
+  std::size_t on_cpu = 0, on_device = 0;
+  CHECK(counting.each_once(n, on_cpu, on_device));
+  CHECK(report.sides[0].iterations == on_cpu);
+  CHECK(report.sides[1].iterations == on_device);
+  // In submission order: each kernel of the loop, and the hook that ran once its chunk's kernels had
+  // ended. One token per device launches a chunk's successor from that hook, or later.
+  const auto records = c->records();
+  std::vector<std::int64_t> kernel_submits, kernels_ended;  // per device chunk, in order
+  for (const auto& r : records) {
+    if (r.kind == "kernel" && r.name == "slow_mark") kernel_submits.push_back(r.submit_ns);
+    if (r.kind == "host" && r.name.starts_with("device chunk [") && r.name.ends_with(" kernels"))
+      kernels_ended.push_back(r.start_ns);
+  }
+  REQUIRE(kernel_submits.size() == report.sides[1].chunks);
+  REQUIRE(kernels_ended.size() == kernel_submits.size());
+  std::size_t early = 0;  // kernels submitted before the one before them had ended
+  for (std::size_t i = 1; i < kernel_submits.size(); ++i)
+    if (kernel_submits[i] < kernels_ended[i - 1]) ++early;
+  INFO("device chunks " << report.sides[1].chunks << ", CPU chunks " << report.sides[0].chunks);
+  CHECK(early >= 1);
 }
 
 TEST_CASE("a loop with only a CPU body covers ranges up to the largest size_t") {
