@@ -96,10 +96,11 @@ class LoopState {
   Ended end_of_call();  // once every chunk has ended
   void next_cpu();
   // A CPU chunk's body, run in pieces that start at a 64th of the chunk and double while each takes
-  // under half a millisecond. Between pieces, while a device token waits (parked_: nothing left to
-  // take, or the scheduler gave it nothing more), the chunk gives its tail to that device when the
-  // device would run it in well under the time the CPU would still take (yield_tail). Returns where
-  // the CPU stopped; `wake`: the device token to go on with the tail.
+  // under half a millisecond. Between pieces it runs the device chunks' hooks that are ready, and,
+  // while a device would take a tail (tail_takers: a parked token, or a device running tails), it
+  // gives its tail to that device when the device would run it in well under the time the CPU
+  // would still take (yield_tail). Returns where the CPU stopped; `wake`: the device to go on with
+  // the tail (its parked token, or one added for it).
   std::size_t run_cpu_pieces(Chunk chunk, std::vector<unsigned>& wake);
   bool yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, std::vector<unsigned>& wake);
   bool is_tail(int side, Chunk chunk);  // a device chunk made of a CPU chunk's tail (takes m_)
