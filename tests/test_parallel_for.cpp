@@ -86,6 +86,22 @@ struct CountingLoop {
   Kernel mark;
 };
 
+// CountingLoop's marks on the device, each work-item spinning 2^20 steps first: a device chunk of
+// a millisecond or two on any device (~25 ms for 20 iterations on PoCL here).
+struct SlowMark {
+  explicit SlowMark(Controller& c)
+      : kernel(c.kernel_from_source(
+            "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
+            " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
+            " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
+            "slow_mark")) {}
+  void operator()(Controller& ctl, CountingLoop& counting, Chunk ch) const {
+    ctl.launch(kernel, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
+               cl_ulong(ch.end), cl_uint(1u << 20));
+  }
+  Kernel kernel;
+};
+
 // The TBB threads a loop may use: its CPU workers and the one left to the devices.
 unsigned tbb_threads() {
   return unsigned(
@@ -319,21 +335,16 @@ TEST_CASE("a device chunk's end is taken up between a CPU chunk's pieces when no
     std::lock_guard lock(m);
     pieces.push_back({std::this_thread::get_id(), ch, from, std::chrono::steady_clock::now()});
   };
-  // A device chunk of a millisecond or two on any device: one that ended within microseconds (the
-  // H200, PoCL on 16 cores) had its successor launched by the calling thread before it took the CPU
-  // chunk, and the device ran every chunk but the CPU's first.
-  Kernel slow_mark = c.kernel_from_source(
-      "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
-      " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
-      " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
-      "slow_mark");
+  // Device chunks of a millisecond or two: ones that ended within microseconds (the H200, PoCL on 16
+  // cores) had their successors launched by the calling thread before it took the CPU chunk, and the
+  // device ran every chunk but the CPU's first.
+  const SlowMark slow_mark(c);
   body.device = [&](Controller& ctl, Chunk ch) {
     {
       std::lock_guard lock(m);
       launches.push_back({std::this_thread::get_id(), std::chrono::steady_clock::now()});
     }
-    ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
-               cl_ulong(ch.end), cl_uint(1u << 20));
+    slow_mark(ctl, counting, ch);
   };
   const LoopReport report = parallel_for(c, n, body, {.scheduler = "dynamic:8", .cpu_workers = 1});
   std::size_t on_cpu = 0, on_device = 0;
@@ -368,15 +379,8 @@ TEST_CASE("tails of several CPU chunks run on the device at once, every iteratio
   CountingLoop counting(*c, n);
   LoopBody body = counting.body_with_slow_cpu(std::chrono::milliseconds(10));
   body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
-  Kernel slow_mark = c->kernel_from_source(
-      "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
-      " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
-      " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
-      "slow_mark");
-  body.device = [&](Controller& ctl, Chunk ch) {
-    ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
-               cl_ulong(ch.end), cl_uint(1u << 20));
-  };
+  const SlowMark slow_mark(*c);
+  body.device = [&](Controller& ctl, Chunk ch) { slow_mark(ctl, counting, ch); };
   LoopReport report;
   arena.execute([&] { report = parallel_for(*c, n, body, {.scheduler = "dynamic:20", .cpu_workers = 5}); });
   std::size_t on_cpu = 0, on_device = 0;
