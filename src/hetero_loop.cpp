@@ -309,17 +309,17 @@ void LoopState::check_host_reads() const {
 bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
   const bool cpu = side < 0;
   if (piece) *piece = 0;
-  if (!cpu && !given_back_.empty() && !stopping_) {  // a CPU chunk's tail, whole
-    chunk = given_back_.back();
-    given_back_.pop_back();
+  const auto given =
+      std::find_if(given_back_.rbegin(), given_back_.rend(), [&](const GivenTail& g) { return int(g.device) == side; });
+  if (!cpu && given != given_back_.rend() && !stopping_) {  // a CPU chunk's tail, whole
+    chunk = given->tail;
+    given_back_.erase(std::next(given).base());
     tails_taken_.insert(chunk.begin);
-    ++tails_running_[std::size_t(side)];
-    note_tail_takers();
     log().debug("parallel_for: {} takes over a cpu chunk's tail {}", side_text(side), range_text(chunk));
     ++in_flight_;
     return true;
   }
-  if (!cpu && tail_tokens_[std::size_t(side)] > 0) {  // one added for a tail, with none left: it stops
+  if (!cpu && tail_tokens_[std::size_t(side)] > 0) {  // one added for a tail, none left for it: it stops
     --tail_tokens_[std::size_t(side)];
     note_tail_takers();
     drop_token(side);
@@ -525,7 +525,7 @@ bool LoopState::tail_takers() const {
   if (stopping_ || cpu_in_flight_ == 0) return false;
   if (!parked_.empty()) return true;
   for (std::size_t d = 0; d < devices_.size(); ++d)
-    if (tails_running_[d] > 0 && tails_running_[d] + tail_tokens_[d] < kMostTailsInFlight) return true;
+    if (tails_running_[d] > 0 && tails_running_[d] < kMostTailsInFlight) return true;
   return false;
 }
 
@@ -641,12 +641,11 @@ bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, 
   const double cpu_left = seconds / double(stopped_at - chunk.begin) * double(tail);
   if (cpu_left < kLeastCpuLeft) return false;
   const auto device_time = [&](unsigned d) {
-    const bool parked = std::find(parked_.begin(), parked_.end(), d) != parked_.end();
-    return device_tail_price_[d].seconds(tail, kLeastBeside) * double(1 + (parked ? 0 : tails_running_[d]));
+    return device_tail_price_[d].seconds(tail, kLeastBeside) * double(1 + tails_running_[d]);
   };
   const auto room = [&](unsigned d) {
-    return std::find(parked_.begin(), parked_.end(), d) != parked_.end() ||
-           (tails_running_[d] > 0 && tails_running_[d] + tail_tokens_[d] < kMostTailsInFlight);
+    return tails_running_[d] < kMostTailsInFlight &&
+           (tails_running_[d] > 0 || std::find(parked_.begin(), parked_.end(), d) != parked_.end());
   };
   std::optional<unsigned> fastest;
   for (unsigned d = 0; d < unsigned(devices_.size()); ++d)
@@ -657,7 +656,10 @@ bool LoopState::yield_tail(Chunk chunk, std::size_t stopped_at, double seconds, 
   log().debug("parallel_for: cpu chunk {} gives its tail {} to {} (cpu {:.3f} ms left{})", range_text(chunk),
               range_text(Chunk{stopped_at, chunk.end}), side_text(int(d)), cpu_left * 1e3,
               parked == parked_.end() ? fmt::format(", {} tails ahead", tails_running_[d]) : std::string());
-  given_back_.push_back(Chunk{stopped_at, chunk.end});
+  // Counted as the device's from now, not from when its token takes it: CPU chunks that reach a
+  // piece's end together would each find the device neither parked nor running a tail, and keep theirs.
+  given_back_.push_back(GivenTail{d, Chunk{stopped_at, chunk.end}});
+  ++tails_running_[d];
   wake.push_back(d);
   if (parked != parked_.end()) {
     parked_.erase(parked);

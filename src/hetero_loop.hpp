@@ -203,12 +203,16 @@ class LoopState {
   // chunks ran or the scheduler gave them nothing more (parked: they hold their token, and decide
   // again once no CPU chunk runs: LoopState::chunk_back), the begins of device chunks made of a tail (the
   // scheduler is not told of them: a tail is not a size it chose), and the CPU chunks in flight.
-  std::vector<Chunk> given_back_;
+  struct GivenTail {
+    unsigned device;  // the one it was priced for, and woken for
+    Chunk tail;
+  };
+  std::vector<GivenTail> given_back_;
   std::vector<unsigned> parked_;
   std::set<std::size_t> tails_taken_;
   unsigned cpu_in_flight_ = 0;
   bool may_park_ = false;  // async: a hook, not the calling thread, runs the device tokens
-  // Per device, under m_: tails in flight, and the tokens added to run more of them at once. With
+  // Per device, under m_: tails given to it and not back, and the tokens added to run more of them at once. With
   // one token a device ran N-body's 14 tails one after another, a 0.21 ms kernel every ~0.5 ms, each
   // tail waiting for the last one's notice (perf/RESULTS.md, 2026-11-29 03:54Z). A token added for
   // a tail stops when it finds nothing to take, instead of waiting.

@@ -86,19 +86,21 @@ struct CountingLoop {
   Kernel mark;
 };
 
-// CountingLoop's marks on the device, each work-item spinning 2^20 steps first: a device chunk of
-// a millisecond or two on any device (~25 ms for 20 iterations on PoCL here).
+// CountingLoop's marks on the device, each work-item spinning `spin` steps first: with 2^20, a
+// device chunk of a millisecond or two on any device (~25 ms for 20 iterations on PoCL here).
 struct SlowMark {
-  explicit SlowMark(Controller& c)
-      : kernel(c.kernel_from_source(
+  explicit SlowMark(Controller& c, cl_uint spin_steps = 1u << 20)
+      : spin(spin_steps),
+        kernel(c.kernel_from_source(
             "kernel void slow_mark(global int* hits, ulong end, uint spin) { size_t i = get_global_id(0);"
             " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
             " if (i < end) hits[i] += v < 0.0f ? 2 : 1; }",
             "slow_mark")) {}
   void operator()(Controller& ctl, CountingLoop& counting, Chunk ch) const {
     ctl.launch(kernel, Range(ch.size()).offset(ch.begin), io(counting.device_hits.region(span_of(ch))),
-               cl_ulong(ch.end), cl_uint(1u << 20));
+               cl_ulong(ch.end), spin);
   }
+  cl_uint spin;
   Kernel kernel;
 };
 
@@ -362,11 +364,13 @@ TEST_CASE("a device chunk's end is taken up between a CPU chunk's pieces when no
 }
 
 TEST_CASE("tails of several CPU chunks run on the device at once, every iteration once") {
-  // Five CPU workers at 10 ms an iteration, a device chunk of ~10 ms: once the device has run its
-  // share, the CPU chunks give it their tails within a few pieces of each other. With its one token
-  // it ran them one after another, each launched from the last one's end (N-body 32K's first call
-  // on one H200: 14 tails, one every ~0.5 ms). Now a tail goes to a device running tails already,
-  // behind them on its queue: a kernel of the loop is submitted before the previous one has ended.
+  // Five CPU workers whose iterations all end on the same 20 ms ticks (a piece is an iteration
+  // here), a device many times faster: once the device has run its share, the CPU chunks give it
+  // their tails at one tick. With its one token it ran them one after another, each launched from
+  // the last one's end (N-body 32K's first call on one H200: 14 tails, one every ~0.5 ms); and a
+  // chunk that saw the device neither parked nor yet running the tail just given kept its own. Now
+  // each goes to the device at once, behind the others on its queue: a kernel of the loop is
+  // submitted before the previous one has ended.
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 6);
   tbb::task_arena arena(6);
   std::optional<Controller> c;
@@ -377,9 +381,18 @@ TEST_CASE("tails of several CPU chunks run on the device at once, every iteratio
   });
   constexpr std::size_t n = 200;
   CountingLoop counting(*c, n);
-  LoopBody body = counting.body_with_slow_cpu(std::chrono::milliseconds(10));
+  LoopBody body = counting.body();
   body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
-  const SlowMark slow_mark(*c);
+  const auto epoch = std::chrono::steady_clock::now();
+  body.cpu = [&, count = body.cpu](Chunk ch) {
+    constexpr auto tick = std::chrono::milliseconds(20);
+    for (std::size_t i = 0; i < ch.size(); ++i) {
+      const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
+      std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
+    }
+    count(ch);
+  };
+  const SlowMark slow_mark(*c, 1u << 18);
   body.device = [&](Controller& ctl, Chunk ch) { slow_mark(ctl, counting, ch); };
   LoopReport report;
   arena.execute([&] { report = parallel_for(*c, n, body, {.scheduler = "dynamic:20", .cpu_workers = 5}); });
