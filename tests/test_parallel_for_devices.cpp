@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "process.hpp"
@@ -141,6 +142,54 @@ TEST_CASE(
       CHECK(report.cpu_workers == c.expected);
     }
   });
+}
+
+TEST_CASE("over two devices CPU chunks' tails go to either device, several at once, every iteration once") {
+  // Five CPU workers whose iterations end on the same 10 ms ticks, both devices far faster: once
+  // the devices have run their shares the CPU chunks give their tails at one tick, each counted as
+  // the device it was priced for (only that device's tokens take it), several in flight on one.
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 6);
+  tbb::task_arena arena(6);
+  std::optional<TwoDevices> devs;
+  arena.execute([&] { devs.emplace(); });
+  const Kernel slow_mark = devs->home.kernel_from_source(
+      "kernel void slow_mark(global int* hits, ulong end, int who, uint spin) { size_t i = get_global_id(0);"
+      " float v = (float)i; for (uint j = 0; j < spin; ++j) v = v * 0.999999f + 1.0f;"
+      " if (i < end) hits[i] += v < 0.0f ? 2 * who : who; }",
+      "slow_mark");
+  for (unsigned slots : {1u, 2u}) {
+    CAPTURE(slots);
+    constexpr std::size_t n = 2000;  // ~25 ms of device chunks on an H200: the CPU workers start first
+    MarkingLoop loop(*devs, n);
+    LoopBody body = loop.body();
+    body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
+    // Each work-item spins 2^18 steps first (~6 ms for 20 iterations on PoCL here): with marks of
+    // microseconds the devices took the whole range before a CPU worker started.
+    body.device = [&](Controller& ctl, Chunk ch) {
+      const int who = &ctl == &devs->second ? kMark[1] : kMark[0];
+      ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(loop.device_hits.region(span_of(ch))),
+                 cl_ulong(ch.end), who, cl_uint(1u << 18));
+    };
+    const auto epoch = std::chrono::steady_clock::now();
+    body.cpu = [&, count = body.cpu](Chunk ch) {
+      constexpr auto tick = std::chrono::milliseconds(10);
+      for (std::size_t i = 0; i < ch.size(); ++i) {
+        const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
+        std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
+      }
+      count(ch);
+    };
+    LoopReport report;
+    arena.execute([&] {
+      report =
+          parallel_for(devs->list(), n, body, {.scheduler = "dynamic:20", .cpu_workers = 5, .device_slots = slots});
+    });
+    std::size_t ran[3];
+    REQUIRE(loop.each_once(n, ran));
+    for (int side = 0; side < 3; ++side) CHECK(report.sides[std::size_t(side)].iterations == ran[side]);
+    // The devices ran more chunks than the 20-iteration ones they took: tails of CPU chunks.
+    CHECK(report.sides[1].chunks + report.sides[2].chunks > (ran[1] + ran[2]) / 20);
+  }
 }
 
 TEST_CASE("static:0.4,0.4 gives each device its share, and a loop kept across calls keeps using both") {
