@@ -145,7 +145,7 @@ TEST_CASE(
 }
 
 TEST_CASE("over two devices CPU chunks' tails go to either device, several at once, every iteration once") {
-  // Five CPU workers whose iterations end on the same 10 ms ticks, both devices far faster: once
+  // Five CPU workers whose iterations end on the same 20 ms ticks, both devices far faster: once
   // the devices have run their shares the CPU chunks give their tails at one tick, each counted as
   // the device it was priced for (only that device's tokens take it), several in flight on one.
   tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 6);
@@ -159,20 +159,20 @@ TEST_CASE("over two devices CPU chunks' tails go to either device, several at on
       "slow_mark");
   for (unsigned slots : {1u, 2u}) {
     CAPTURE(slots);
-    constexpr std::size_t n = 2000;  // ~25 ms of device chunks on an H200: the CPU workers start first
+    constexpr std::size_t n = 2000;  // milliseconds of device chunks on an H200: the CPU workers start first
     MarkingLoop loop(*devs, n);
     LoopBody body = loop.body();
     body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
-    // Each work-item spins 2^18 steps first (~6 ms for 20 iterations on PoCL here): with marks of
+    // Each work-item spins 2^16 steps first (~1.5 ms for 20 iterations on PoCL here): with marks of
     // microseconds the devices took the whole range before a CPU worker started.
     body.device = [&](Controller& ctl, Chunk ch) {
       const int who = &ctl == &devs->second ? kMark[1] : kMark[0];
       ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(loop.device_hits.region(span_of(ch))),
-                 cl_ulong(ch.end), who, cl_uint(1u << 18));
+                 cl_ulong(ch.end), who, cl_uint(1u << 16));
     };
     const auto epoch = std::chrono::steady_clock::now();
     body.cpu = [&, count = body.cpu](Chunk ch) {
-      constexpr auto tick = std::chrono::milliseconds(10);
+      constexpr auto tick = std::chrono::milliseconds(20);
       for (std::size_t i = 0; i < ch.size(); ++i) {
         const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
         std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
