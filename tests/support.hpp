@@ -175,4 +175,18 @@ inline std::vector<hetflow::Tile<float>> run_t05_t06(AppendixCase& t, std::size_
   return {a, b, c, d};
 }
 
+// A loop's CPU body that sleeps each iteration until the next `tick` after at least half of one,
+// counted from the helper's making, then runs `body` on the chunk: every CPU worker's pieces (of one
+// iteration) end together, whichever thread runs them.
+inline std::function<void(hetflow::Chunk)> on_ticks(std::function<void(hetflow::Chunk)> body,
+                                                    std::chrono::milliseconds tick) {
+  return [body = std::move(body), tick, epoch = std::chrono::steady_clock::now()](hetflow::Chunk ch) {
+    for (std::size_t i = 0; i < ch.size(); ++i) {
+      const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
+      std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
+    }
+    body(ch);
+  };
+}
+
 }  // namespace test

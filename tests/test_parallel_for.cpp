@@ -383,15 +383,7 @@ TEST_CASE("tails of several CPU chunks run on the device at once, every iteratio
   CountingLoop counting(*c, n);
   LoopBody body = counting.body();
   body.reads.clear();  // a CPU chunk reading the whole tile would wait for the one writing before it
-  const auto epoch = std::chrono::steady_clock::now();
-  body.cpu = [&, count = body.cpu](Chunk ch) {
-    constexpr auto tick = std::chrono::milliseconds(20);
-    for (std::size_t i = 0; i < ch.size(); ++i) {
-      const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
-      std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
-    }
-    count(ch);
-  };
+  body.cpu = test::on_ticks(body.cpu, std::chrono::milliseconds(20));
   const SlowMark slow_mark(*c, 1u << 18);
   body.device = [&](Controller& ctl, Chunk ch) { slow_mark(ctl, counting, ch); };
   LoopReport report;

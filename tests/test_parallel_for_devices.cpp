@@ -170,15 +170,7 @@ TEST_CASE("over two devices CPU chunks' tails go to either device, several at on
       ctl.launch(slow_mark, Range(ch.size()).offset(ch.begin), io(loop.device_hits.region(span_of(ch))),
                  cl_ulong(ch.end), who, cl_uint(1u << 16));
     };
-    const auto epoch = std::chrono::steady_clock::now();
-    body.cpu = [&, count = body.cpu](Chunk ch) {
-      constexpr auto tick = std::chrono::milliseconds(20);
-      for (std::size_t i = 0; i < ch.size(); ++i) {
-        const auto since = std::chrono::steady_clock::now() - epoch + tick / 2;
-        std::this_thread::sleep_until(epoch + (since / tick + 1) * tick);
-      }
-      count(ch);
-    };
+    body.cpu = test::on_ticks(body.cpu, std::chrono::milliseconds(20));
     LoopReport report;
     arena.execute([&] {
       report =
