@@ -35,7 +35,7 @@ bool Engine::settle_as_ended_well(const RequestPtr& r) {
   return true;
 }
 
-void Engine::settle_running_preds(Request& r, bool ended_well) {
+bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& failed) {
   // Every predecessor r waited on has ended by now (the driver ran r after them), but the engine
   // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r
   // (through its device_dependants) before r could be reported done. Iterative: a long chain of
@@ -50,10 +50,16 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
   RequestList unsettled, stack;
   {
     std::lock_guard lock(r.m);
-    for (const auto& p : r.running_preds)
-      if (!p->ended()) stack.push_back(p);  // usually none: no allocation
+    for (const auto& p : r.running_preds) {
+      if (!p->ended())
+        stack.push_back(p);  // usually none: no allocation
+      else if (const Status s = p->status.load(std::memory_order_acquire);
+               s == Status::failed || s == Status::cancelled)
+        failed.push_back(p);
+    }
   }
-  if (stack.empty()) return;
+  if (stack.empty()) return false;
+  failed.clear();  // to be looked at again once these are settled
   // A DAG: each request is expanded once, or fan-in makes the walk exponential. A walk is usually a
   // request or two (the other copy queue's last command): those are looked up in `unsettled`
   // itself. A long one (a stream of launches PoCL had not run yet when a wait came: 20,000 of them)
@@ -85,7 +91,14 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
     if (back >= kMostMarked) return far.count(x) > 0;
     return back / 64 < marked.size() && (marked[back / 64] >> (back % 64) & 1) != 0;
   };
+  // Newest first: every predecessor's id is below its dependant's, so taking the largest id left
+  // lists `unsettled` newest to oldest, and it only needs reversing. A stack went down one copy
+  // queue's chain before the other's, and sorting what it found cost more than the rest of a
+  // request's settling (callgrind, perf/RESULTS.md 2026-11-29).
+  const auto older = [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; };
+  std::make_heap(stack.begin(), stack.end(), older);
   while (!stack.empty()) {
+    std::pop_heap(stack.begin(), stack.end(), older);
     RequestPtr p = std::move(stack.back());
     stack.pop_back();
     if (expanded(p.get())) continue;
@@ -94,26 +107,24 @@ void Engine::settle_running_preds(Request& r, bool ended_well) {
     unsettled.push_back(p);
     if (marking) mark(p.get());
     for (const auto& q : p->running_preds)
-      if (!q->ended() && !expanded(q.get())) stack.push_back(q);
+      if (!q->ended() && !expanded(q.get())) {
+        stack.push_back(q);
+        std::push_heap(stack.begin(), stack.end(), older);
+      }
   }
-  // Oldest first. A chain is walked newest first: reversed, not sorted.
-  const auto by_id = [](const RequestPtr& a, const RequestPtr& b) { return a->id < b->id; };
-  if (std::is_sorted(unsettled.rbegin(), unsettled.rend(), by_id))
-    std::reverse(unsettled.begin(), unsettled.end());
-  else
-    std::sort(unsettled.begin(), unsettled.end(), by_id);
+  std::reverse(unsettled.begin(), unsettled.end());  // oldest first
   for (const auto& p : unsettled) {
     const cl_int s = query_each ? command_status(*p) : CL_COMPLETE;
     if (s <= CL_COMPLETE) finish_outcome(*p, s);
   }
+  return true;
 }
 
 void Engine::finish_device(Request& r, cl_int status) {
-  settle_running_preds(r, status == CL_COMPLETE);
   // A predecessor that failed cancels r through its device_dependants, but its finish may still be
   // on its way there on another thread: r's outcome follows from theirs here too.
   RequestList failed;  // every one: the failures behind r are kept for its hazard (Engine::is_done)
-  {
+  if (settle_running_preds(r, status == CL_COMPLETE, failed)) {
     std::lock_guard lock(r.m);
     for (const auto& p : r.running_preds)
       if (const Status s = p->status.load(std::memory_order_acquire); s == Status::failed || s == Status::cancelled)

@@ -11,6 +11,7 @@ namespace hetflow::detail {
 
 DispatchStep::DispatchStep(Engine& engine, bool keep_completed) : engine_(engine) {
   tracker_.keep_completed(keep_completed);
+  tracker_.edge_regions(keep_completed);  // only records show them
 }
 
 bool DispatchStep::is_done(const RequestPtr& r) { return engine_.is_done(r); }

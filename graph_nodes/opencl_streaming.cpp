@@ -118,8 +118,9 @@ void StreamingStep::advance(const RequestPtr& r, RequestList& released) {
     // A device predecessor held back itself (behind a host request) has no event yet: r waits
     // for its enqueue or its end. Program order guarantees every other one is enqueued or ended.
     for (const auto& p : r->preds) {
+      if (p->stage == DeviceStage::enqueued) continue;  // the step's own field: no lock
       std::lock_guard lock(p->m);
-      if (p->stage == DeviceStage::enqueued || p->status.load(std::memory_order_relaxed) != Status::pending) continue;
+      if (p->status.load(std::memory_order_relaxed) != Status::pending) continue;
       r->enqueue_unmet.fetch_add(1, std::memory_order_relaxed);
       p->held.push_back(r);
     }
@@ -142,6 +143,7 @@ void Engine::end_after_preds(const RequestPtr& r, Status s, std::string why) {
       r->failure = std::move(why);
     else
       r->cancel_cause = std::move(why);
+    r->cancel_noted.store(true, std::memory_order_release);
   }
   arm_host_side(r);  // → ready(r) once they have ended
 }
@@ -166,7 +168,8 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
     std::vector<cl_event>& spare;
     ~GiveBack() { spare = std::move(list); }
   } give_back{wait_list, spare_wait_list_};
-  if (std::string cause = collect_wait_list(*r, wait_list); !cause.empty()) {
+  std::uint32_t implied = 0;
+  if (std::string cause = collect_wait_list(*r, wait_list, implied); !cause.empty()) {
     engine_.end_after_preds(r, Status::cancelled, std::move(cause));
     return;
   }
@@ -184,28 +187,27 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
   // Only now: their events had to live through the enqueue.
   RequestList running = std::move(r->preds);
   log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
-  after_enqueue(r, ev, std::move(running), released);
+  after_enqueue(r, ev, std::move(running), implied, released);
 }
 
-std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& wait_list) {
-  std::string cause;
-  {
-    std::lock_guard lock(r.m);
-    cause = std::move(r.cancel_cause);
+std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::uint32_t& implied) {
+  if (r.cancel_noted.load(std::memory_order_acquire)) {
+    std::string cause;
+    {
+      std::lock_guard lock(r.m);
+      cause = std::move(r.cancel_cause);
+    }
+    if (!cause.empty()) return cause;
   }
-  if (!cause.empty()) return cause;
   // r.preds keeps the running ones in front, in order, and loses the ended ones: it becomes r's
   // running_preds without another vector per command. Swapped, not moved, so that when a failed
   // one cuts the loop short every predecessor is still there for end_after_preds.
   std::size_t running = 0;
   for (std::size_t i = 0; i < r.preds.size(); ++i) {
     Request& p = *r.preds[i];
-    Status s;
-    {
-      std::lock_guard lock(p.m);
-      s = p.status.load();
-      if (s == Status::done) continue;
-    }
+    // Lock-free: status leaves pending last, under p.m, once the rest of p's outcome is in place.
+    const Status s = p.status.load(std::memory_order_acquire);
+    if (s == Status::done) continue;
     const bool ended_badly = s == Status::failed || s == Status::cancelled;
     // An overwrite of what p read or wrote runs after it; p has ended, so its event, which OpenCL
     // would treat as a reason to terminate r, stays out of the wait list.
@@ -226,8 +228,12 @@ std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& 
   // Only the events the others do not imply: each one costs NVIDIA's enqueue 1-2 us
   // (perf/bench_driver_calls), and a tile moved back and forth has its last two transfers as
   // predecessors, the older one already waited on by the newer (perf/RESULTS.md, 2026-11-26 13:08Z).
+  implied = 0;
   for (std::size_t i = 0; i < running; ++i)
-    if (!waited_on_by_another(r.preds, running, i)) wait_list.push_back(r.preds[i]->event.load());
+    if (!waited_on_by_another(r.preds, running, i))
+      wait_list.push_back(r.preds[i]->event.load());
+    else
+      implied |= std::uint32_t(1) << i;  // i < kMostLooked
   return {};
 }
 
@@ -236,7 +242,8 @@ bool StreamingStep::waited_on_by_another(const RequestList& running, std::size_t
   constexpr std::size_t kMostLooked = 8;
   if (count > kMostLooked) return false;
   for (std::size_t j = 0; j < count; ++j) {
-    if (j == i) continue;
+    // Only a newer one can have waited on it: predecessors are dispatched, and numbered, first.
+    if (j == i || running[j]->id < running[i]->id) continue;
     Request& q = *running[j];
     std::lock_guard lock(q.m);  // its running_preds go when it ends: then it implies nothing here
     if (std::find(q.running_preds.begin(), q.running_preds.end(), running[i]) != q.running_preds.end()) return true;
@@ -284,15 +291,20 @@ cl_int StreamingStep::enqueue_on_driver(Request& r, const std::vector<cl_event>&
   return err;
 }
 
-void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released) {
+void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, std::uint32_t implied,
+                                  RequestList& released) {
   // Counted before the event is published below: a waiter that sees the event flushes the queue
   // only if the count says a command is unflushed (flush_lane), and would otherwise skip this one.
   // Under sync too, where that waiter's flush is the only one.
   flush_policy_.enqueued(
       r->lane, [this] { return engine_.now_ns(); }, [this](unsigned i) { engine_.flush(i); });
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
+  // One left out of the wait list reaches r through the one that waited on it, which is terminated
+  // with it and cancels its own dependants, r among them (or, ended already, is in failed_preds).
   RequestList failed_preds;  // cancel_because takes p.m itself
-  for (const auto& p : running) {
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    if (i < 32 && (implied >> i & 1) != 0) continue;
+    const RequestPtr& p = running[i];
     std::lock_guard lock(p->m);
     if (const Status s = p->status.load(std::memory_order_relaxed); s == Status::pending)
       p->device_dependants.push_back(r);

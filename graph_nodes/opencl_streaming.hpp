@@ -9,6 +9,7 @@
 // node is idle, always under mutex().
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -62,11 +63,13 @@ class StreamingStep {
   // PoCL chaining they need, the driver call, then what r's enqueue releases.
   void enqueue_command(const RequestPtr& r, RequestList& released);
   // The events r waits on, r.preds cut to the predecessors still running; or why r is cancelled.
-  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list);
+  // `implied`: bit i for the predecessor i left out because another one waited on it.
+  std::string collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::uint32_t& implied);
 
   void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
-  void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, RequestList& released);
+  void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, std::uint32_t implied,
+                     RequestList& released);
   // Settles, oldest first, the lane's commands that ended well unobserved (now and then; a few at most).
   void settle_ended(unsigned lane);
 

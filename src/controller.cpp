@@ -339,9 +339,9 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
 
 // Checks every argument against its parameter, in order; returns the tiles among them, the launch's accesses.
 template <class What>
-std::vector<Access> check_args(const detail::Engine& engine, const Kernel& kernel,
-                               const std::vector<detail::KernelArg>& args, const What& what) {
-  std::vector<Access> accesses;
+detail::AccessList check_args(const detail::Engine& engine, const Kernel& kernel,
+                              const std::vector<detail::KernelArg>& args, const What& what) {
+  detail::AccessList accesses;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (const auto* a = std::get_if<Access>(&args[i])) {
       check_tile_arg(engine, kernel, i, *a, what);
@@ -357,11 +357,12 @@ std::vector<Access> check_args(const detail::Engine& engine, const Kernel& kerne
 }  // namespace
 
 void Controller::submit_transfer(bool to_device, Access access) {
-  const std::string name = std::string(to_device ? "move_to(" : "move_from(") + access.tile->name + ")";
+  std::string name = to_device ? "move_to(" : "move_from(";
+  name.append(access.tile->name).push_back(')');
   check_tile(*engine_, access, name);
   if (access.tile->device_only)
     throw UsageError(name + ": tile '" + access.tile->name + "' is device-only, it has no host image to move");
-  auto r = make_request<TransferWork>(to_device ? Kind::h2d : Kind::d2h, name);
+  auto r = make_request<TransferWork>(to_device ? Kind::h2d : Kind::d2h, std::move(name));
   r->lane = to_device ? engine_->h2d_lane() : engine_->d2h_lane();
   if (!(access.box == Box::whole(access.tile->extent))) r->name += access.box.str(access.tile->extent.dims);
   r->accesses.push_back(std::move(access));
@@ -382,7 +383,7 @@ void Controller::submit_launch(const Kernel& home_kernel, const Range& range, st
   check_global_range(range, what);
   check_against_device(engine_->choice.device, range, args, what);
   check_required_local(*engine_, kernel, range, what);
-  std::vector<Access> accesses = check_args(*engine_, kernel, args, what);
+  detail::AccessList accesses = check_args(*engine_, kernel, args, what);
   std::string name = kernel.name();
   auto r =
       make_request<KernelWork>(Kind::kernel, std::move(name), KernelWork{std::move(kernel), range, std::move(args)});
@@ -398,7 +399,7 @@ void Controller::submit_host(std::string name, detail::UniqueFunction<void()> fn
       throw UsageError(what + ": tile '" + a.tile->name + "' is device-only, a host task cannot access it");
   }
   auto r = make_request<HostWork>(Kind::host, std::move(name), HostWork{std::move(fn)});
-  r->accesses = std::move(accesses);
+  r->accesses.assign(std::make_move_iterator(accesses.begin()), std::make_move_iterator(accesses.end()));
   engine_->submit(std::move(r));
 }
 
@@ -412,7 +413,7 @@ void Controller::submit_hook(std::string name, detail::UniqueFunction<void(const
                        "' is device-only: wait for its device image with device_image(in(t))");
   }
   auto r = make_request<HookWork>(Kind::host, std::move(name), HookWork{std::move(fn)});
-  r->accesses = std::move(accesses);
+  r->accesses.assign(std::make_move_iterator(accesses.begin()), std::make_move_iterator(accesses.end()));
   engine_->submit(std::move(r));
 }
 

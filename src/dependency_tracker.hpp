@@ -88,7 +88,7 @@ class DependencyTracker {
       if (e.who == who || !e.box.overlaps(box)) continue;
       if (!e.writes && !writes) continue;  // two reads never conflict
       const Hazard h = e.writes ? (reads ? Hazard::RAW : Hazard::WAW) : Hazard::WAR;
-      edges.push_back(Edge{e.who, h, tile, image, intersection(e.box, box), e.slot, slot});
+      edges.push_back(Edge{e.who, h, tile, image, edge_regions_ ? intersection(e.box, box) : Box{}, e.slot, slot});
     }
     if (writes) {
       // Accesses inside the written box are now ordered before `who`; anyone who would conflict
@@ -160,6 +160,9 @@ class DependencyTracker {
   // Keep completed accesses (up to a bound per list) so their edges still show in a recorded
   // task graph; the caller then drops completed predecessors itself.
   void keep_completed(bool keep) { keep_completed_ = keep; }
+  // Whether edges carry their region (on by default): only records show it, and the intersection
+  // was a tenth of a transfer's dispatch (callgrind, perf/RESULTS.md 2026-11-29). Off, it is empty.
+  void edge_regions(bool on) { edge_regions_ = on; }
 
   // Outstanding accesses recorded, over all tiles (what must stay flat over a long run).
   std::size_t size() const {
@@ -182,6 +185,7 @@ class DependencyTracker {
   }
   static constexpr std::size_t kKeptCompleted = 32;
   bool keep_completed_ = false;
+  bool edge_regions_ = true;
   std::unordered_map<std::uint64_t, std::array<std::vector<Entry>, 2>> lists_;
   std::deque<std::uint64_t> sweep_queue_;  // tiles of lists_, each at least once, in visiting order
   std::size_t sweep_debt_ = 0;             // visits owed

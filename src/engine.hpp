@@ -164,7 +164,8 @@ class Engine {
   bool settle_as_ended_well(const RequestPtr& r);
   void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
   // First the outcomes of what r waited on: asked of the driver, or all done if r ended well.
-  void settle_running_preds(Request& r, bool ended_well);
+  // Returns whether some had not ended; if all had, `failed` gets those that failed or were cancelled.
+  bool settle_running_preds(Request& r, bool ended_well, RequestList& failed);
   void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
   // An enqueued command r whose predecessors `failed_preds` (not empty) failed or were cancelled:
   // cancelled, keeping every failure behind them (cancel_because).

@@ -79,6 +79,10 @@ using RequestAllocator = tbb::scalable_allocator<T>;
 #endif
 // The lists of requests a request keeps (predecessors, waiters, ...) come and go with it.
 using RequestList = std::vector<RequestPtr, RequestAllocator<RequestPtr>>;
+// A request's tiles come and go with it too: freed in batches where the driver's settling ends many
+// at once, glibc's tcache overflowed and a transfer's one access cost ~900 instructions of malloc's
+// slow paths (callgrind, perf/RESULTS.md 2026-11-29).
+using AccessList = std::vector<Access, RequestAllocator<Access>>;
 
 // What a request does, one payload per kind; what every kind shares is Request's own header.
 struct TransferWork {};  // H2D, D2H: its one access says what moves where
@@ -145,7 +149,7 @@ struct Request : std::enable_shared_from_this<Request> {
   std::string name;
   unsigned lane = 0;            // device requests: the queue index
   std::uint32_t flow_node = 0;  // the program's flow-graph node or loop that made it (FlowTopology), if any
-  std::vector<Access> accesses;
+  AccessList accesses;
 
   Work work;
   // A hook or host task waiting on device commands keeps the completion poller awake: set while
@@ -204,7 +208,10 @@ struct Request : std::enable_shared_from_this<Request> {
     return nullptr;
   }
   std::string cancel_cause;  // under m; non-empty: a predecessor it depends on failed; do not run
-  std::string failure;       // under m; a device request the driver refused: why (Engine::end_after_preds)
+  // Set, under m, once cancel_cause is: the streaming step looks at it for every command, and takes
+  // m only where there is something to read (a lock pair a command).
+  std::atomic<bool> cancel_noted{false};
+  std::string failure;  // under m; a device request the driver refused: why (Engine::end_after_preds)
   // Device requests are enqueued only once nothing they wait for runs on the host: every host
   // predecessor has ended (and succeeded; else the request is cancelled) and every device
   // predecessor is enqueued (docs/architecture.md, "Host → device edges"). So no OpenCL command
@@ -268,7 +275,7 @@ struct Request : std::enable_shared_from_this<Request> {
   // caller destroys them after letting go of m, since a tile's last reference unmaps it and
   // captures run user code.
   struct Leftovers {
-    std::vector<Access> accesses;
+    AccessList accesses;
     std::vector<KernelArg> args;
     UniqueFunction<void()> task;
     std::shared_ptr<TileState> tile;  // a wait's
@@ -346,6 +353,7 @@ inline void cancel_because(Request& r, Request& p, Status s) {
   std::lock_guard lock(r.m);
   const bool first_cause = r.cancel_cause.empty();
   if (first_cause) r.cancel_cause = std::move(cause);
+  r.cancel_noted.store(true, std::memory_order_release);
   add_failures_behind(r, std::move(behind), first_cause);
 }
 

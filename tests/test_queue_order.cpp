@@ -80,6 +80,9 @@ TEST_CASE("a wait list leaves out a predecessor that another predecessor waited 
   using namespace hetflow::detail;
   auto transfer = [](const char* name) { return make_request<TransferWork>(Kind::h2d, name); };
   RequestPtr older = transfer("older"), newer = transfer("newer"), other = transfer("other");
+  older->id = 1;  // numbered in program order, as the engine does: only a newer one waits on an older
+  other->id = 2;
+  newer->id = 3;
   RequestList running{older, newer};
   CHECK_FALSE(StreamingStep::waited_on_by_another(running, 2, 0));  // newer waited on nothing yet
   newer->running_preds.push_back(older);
@@ -90,9 +93,15 @@ TEST_CASE("a wait list leaves out a predecessor that another predecessor waited 
   CHECK_FALSE(StreamingStep::waited_on_by_another(running, 3, 1));
   // Only among r's running predecessors: one past `count` implies nothing.
   CHECK_FALSE(StreamingStep::waited_on_by_another(running, 2, 0));
+  // An older one never waited on a newer one: not looked at.
+  older->running_preds.push_back(newer);
+  CHECK_FALSE(StreamingStep::waited_on_by_another(running, 3, 2));
   // A wide fan-in is not looked at (it would cost count^2 lookups).
   RequestList wide(9);
-  for (auto& w : wide) w = transfer("w");
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    wide[i] = transfer("w");
+    wide[i]->id = i + 1;
+  }
   wide[7]->running_preds.push_back(wide[0]);
   CHECK(StreamingStep::waited_on_by_another(wide, 8, 0));
   CHECK_FALSE(StreamingStep::waited_on_by_another(wide, 9, 0));
@@ -123,7 +132,9 @@ TEST_CASE("a command that ended well settles every predecessor it waited on, how
   }
   RequestPtr r = transfer(far_back + chain + 1);
   r->running_preds = {made[chain], made[chain - 1]};
-  engine.settle_running_preds(*r, true);
+  RequestList failed;
+  CHECK(engine.settle_running_preds(*r, true, failed));
+  CHECK(failed.empty());
   std::size_t done = 0;
   for (const auto& m : made) done += m->status.load() == Status::done;
   CHECK(done == made.size());
