@@ -64,8 +64,8 @@ class FlushPolicy {
   void drop_burst_flushes() { burst_flushes_ = false; }
 
   // A command was just enqueued on q at `now_ns` (nanoseconds, or a function returning them: then
-  // the clock is read only where the time is used, which on a device that runs unflushed commands
-  // is only for a queue's first unflushed command); flushes every queue due by count or age.
+  // the clock is read only where the time is used: never on a device that runs unflushed commands); flushes every queue
+  // due by count or age.
   template <class Now, class Flush>
   void enqueued(unsigned q, Now&& now, Flush&& flush_fn) {
     std::int64_t now_ns = -1;
@@ -79,7 +79,7 @@ class FlushPolicy {
       return now_ns;
     };
     Queue& s = queues_[q];
-    if (!dirty(q)) s.oldest_ns = read_now();
+    if (burst_flushes_ && !dirty(q)) s.oldest_ns = read_now();  // only a burst's age reads it
     s.enqueued.fetch_add(1, std::memory_order_acq_rel);
     if (!burst_flushes_) return;
     read_now();
