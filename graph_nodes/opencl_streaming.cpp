@@ -364,21 +364,18 @@ void StreamingStep::settle_ended(unsigned lane) {
     return true;
   };
   if (fifo.size() > 1 && !engine_.out_of_order) {
-    // The newest but one usually ended by now; the newest was enqueued just now. Where the device
-    // runs a little behind (a chain of 4-byte transfers on NVIDIA: the device's pace is the host's),
-    // one query each from the oldest cost a query per command; half as far back each time, at most
-    // a few find how far it got.
-    for (std::size_t probe = std::min(fifo.size() - 2, kSettleMax - 1);; probe /= 2) {
-      const cl_int status = engine_.command_status(*fifo[probe]);
-      if (status == CL_COMPLETE) {
-        settle_front(probe + 1, true);  // the probed one too: its own query said it ended well
-        return;
-      }
-      if (status < CL_COMPLETE) break;  // a failure: settled up to it, one query each, below
-      if (probe == 0) return;           // the oldest still runs: nothing behind it has ended
+    // The newest but one usually ended by now; the newest was enqueued just now.
+    const std::size_t probe = std::min(fifo.size() - 2, kSettleMax - 1);
+    if (engine_.command_status(*fifo[probe]) == CL_COMPLETE) {
+      settle_front(probe + 1, true);  // the probed one too: its own query said it ended well
+      return;
     }
   }
-  settle_front(kSettleMax, false);  // out of order, or a failure ahead: one query each
+  // Out of order, or not that far yet: one query each. Probing half as far back each time instead
+  // was slower on the H200 (a chain of 4-byte transfers, 7.3-7.9 us a request against 5.8-5.9, 4
+  // rounds of 5, perf/RESULTS.md 2026-11-29), likely because it queried more running commands,
+  // and what it left unsettled stayed a predecessor of the next requests.
+  settle_front(kSettleMax, false);
 }
 
 }  // namespace hetflow::detail
