@@ -14,7 +14,13 @@ DispatchStep::DispatchStep(Engine& engine, bool keep_completed) : engine_(engine
   tracker_.edge_regions(keep_completed);  // only records show them
 }
 
-bool DispatchStep::is_done(const RequestPtr& r) { return engine_.is_done(r); }
+bool DispatchStep::is_done(const RequestPtr& r) {
+  // The common answers without a call: the tracker asks for each access it holds, every request.
+  const Status s = r->status.load(std::memory_order_acquire);
+  if (s == Status::done) return true;
+  if (s == Status::pending) return false;
+  return engine_.is_done(r);
+}
 
 std::size_t DispatchStep::tracked_accesses() const { return tracker_.size() + untracked_.size(); }
 
@@ -75,9 +81,10 @@ void DispatchStep::track_hazards(const RequestPtr& r) {
   for (const auto& a : r->accesses) {
     AccessPlan plans[2];
     const int n = plan_accesses(r->kind, a, plans);
+    const auto images = tracker_.images(a.tile->id);
     for (int i = 0; i < n; ++i)
-      tracker_.access(a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot, done,
-                      edge_scratch_);
+      tracker_.access(images, a.tile->id, plans[i].image, a.box, plans[i].reads, plans[i].writes, r, plans[i].slot,
+                      done, edge_scratch_);
   }
   if (r->accesses.empty()) track_untracked(r);
   preds.reserve(preds.size() + edge_scratch_.size());  // one allocation: a transfer has an edge per image
@@ -116,6 +123,7 @@ void DispatchStep::hold_behind_host_preds(const RequestPtr& r) {
   // when it enqueues. The +1 is the streaming node's to take, so no host predecessor can release
   // the command before the streaming node saw it.
   r->enqueue_unmet.store(1, std::memory_order_relaxed);
+  if (std::all_of(r->preds.begin(), r->preds.end(), [](const RequestPtr& p) { return on_device(p->kind); })) return;
   RequestList ended_badly;  // cancel_if_dependent takes p.m itself
   std::erase_if(r->preds, [&](const RequestPtr& p) {
     if (on_device(p->kind)) return false;

@@ -59,6 +59,8 @@ inline Box remainder(const Box& a, const Box& b) {
 
 template <class Handle>
 class DependencyTracker {
+  struct Entry;
+
  public:
   // Why `to` must wait for `from`: the hazard, where (tile, image, the overlapping region) and the
   // slots of docs/architecture.md, "Hazards" (offloading_write, kernel_read, host_write, ...).
@@ -77,12 +79,28 @@ class DependencyTracker {
   template <class IsDone>
   void access(std::uint64_t tile, Image image, const Box& box, bool reads, bool writes, const Handle& who,
               const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
+    access(images(tile), tile, image, box, reads, writes, who, slot, is_done, edges);
+  }
+
+  // The outstanding accesses of both of `tile`'s images, for the access() below: a request that
+  // touches both (a transfer) looks the tile up once.
+  class Images {
+    friend class DependencyTracker;
+    explicit Images(std::array<std::vector<Entry>, 2>& lists) : lists_(lists) {}
+    std::array<std::vector<Entry>, 2>& lists_;
+  };
+  Images images(std::uint64_t tile) {
     auto [at, added] = lists_.try_emplace(tile);
     if (added) {
       sweep_queue_.push_back(tile);
       sweep_debt_ += 2;  // two visits per new tile: the sweep keeps ahead of tiles being made
     }
-    auto& list = at->second[static_cast<int>(image)];
+    return Images(at->second);
+  }
+  template <class IsDone>
+  void access(Images of, std::uint64_t tile, Image image, const Box& box, bool reads, bool writes, const Handle& who,
+              const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
+    auto& list = of.lists_[static_cast<int>(image)];
     prune(list, is_done);
     for (const auto& e : list) {
       if (e.who == who || !e.box.overlaps(box)) continue;

@@ -369,31 +369,42 @@ void Engine::dispatch_and_hand_on(const RequestPtr& r, Dispatcher::output_ports_
 }
 
 namespace {
-thread_local RequestList* launch_collector = nullptr;
-thread_local RequestList* transfer_collector = nullptr;
-thread_local RequestList* hook_collector = nullptr;
-thread_local std::vector<Access>* launch_writes_collector = nullptr;
-thread_local std::uint32_t submitting_flow_node = 0;
-thread_local RequestList* deferred_blocking = nullptr;
-thread_local const RequestList* hooks_after = nullptr;
+// What the calling thread's scopes ask of its submissions (collectors, flow node, ...). One object:
+// in a shared library each thread_local read is a call (__tls_get_addr), and submit reads them all.
+struct SubmitScopes {
+  RequestList* launch_collector = nullptr;
+  RequestList* transfer_collector = nullptr;
+  RequestList* hook_collector = nullptr;
+  std::vector<Access>* launch_writes_collector = nullptr;
+  std::uint32_t submitting_flow_node = 0;
+  RequestList* deferred_blocking = nullptr;
+  const RequestList* hooks_after = nullptr;
+};
+thread_local SubmitScopes submit_scopes;
 }  // namespace
 
 void Engine::collect_commands(RequestList* kernels, RequestList* transfers, std::vector<Access>* launch_writes) {
-  launch_collector = kernels;
-  transfer_collector = transfers;
-  launch_writes_collector = launch_writes;
+  submit_scopes.launch_collector = kernels;
+  submit_scopes.transfer_collector = transfers;
+  submit_scopes.launch_writes_collector = launch_writes;
 }
 
-void Engine::collect_hooks(RequestList* hooks) { hook_collector = hooks; }
+void Engine::collect_hooks(RequestList* hooks) { submit_scopes.hook_collector = hooks; }
 
-Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submitting_flow_node) { submitting_flow_node = id; }
-Engine::FlowNodeScope::~FlowNodeScope() { submitting_flow_node = saved_; }
+Engine::FlowNodeScope::FlowNodeScope(std::uint32_t id) : saved_(submit_scopes.submitting_flow_node) {
+  submit_scopes.submitting_flow_node = id;
+}
+Engine::FlowNodeScope::~FlowNodeScope() { submit_scopes.submitting_flow_node = saved_; }
 
-Engine::DeferredBlocking::DeferredBlocking(Engine&) : saved_(deferred_blocking) { deferred_blocking = &deferred_; }
-Engine::DeferredBlocking::~DeferredBlocking() { deferred_blocking = saved_; }
+Engine::DeferredBlocking::DeferredBlocking(Engine&) : saved_(submit_scopes.deferred_blocking) {
+  submit_scopes.deferred_blocking = &deferred_;
+}
+Engine::DeferredBlocking::~DeferredBlocking() { submit_scopes.deferred_blocking = saved_; }
 
-Engine::HooksAfter::HooksAfter(const RequestList& launches) : saved_(hooks_after) { hooks_after = &launches; }
-Engine::HooksAfter::~HooksAfter() { hooks_after = saved_; }
+Engine::HooksAfter::HooksAfter(const RequestList& launches) : saved_(submit_scopes.hooks_after) {
+  submit_scopes.hooks_after = &launches;
+}
+Engine::HooksAfter::~HooksAfter() { submit_scopes.hooks_after = saved_; }
 
 bool Engine::launched_here(const Request& r) const {
   // submit_launch refuses a kernel of another context, so the kernel's context is the engine's.
@@ -420,11 +431,12 @@ void Engine::refuse_freed_tiles(const Request& r) const {
 }
 
 void Engine::submit(RequestPtr r) {
-  r->flow_node = submitting_flow_node;
+  SubmitScopes& scopes = submit_scopes;  // one thread_local lookup
+  r->flow_node = scopes.submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
   // The dispatcher adds the hazards' predecessors to these (HooksAfter).
-  if (hooks_after && r->is_hook())
-    for (const auto& p : *hooks_after)
+  if (scopes.hooks_after && r->is_hook())
+    for (const auto& p : *scopes.hooks_after)
       if (launched_here(*p) && !p->ended()) {
         r->preds.push_back(p);
         r->written_before.push_back({p->id, true});  // the hook is there to be told how they ended
@@ -439,7 +451,8 @@ void Engine::submit(RequestPtr r) {
     // graph that runs it may need its thread), nor those of hetflow's flow nodes and loops, which
     // submit holding their own locks, which the hooks that end their earlier requests take. Nor an
     // on_ready hook, anywhere: it is the way to be told without blocking (it still counts).
-    if (now >= max_in_flight_ && !running_any_host_task() && !deferred_blocking && submitting_flow_node == 0) {
+    if (now >= max_in_flight_ && !running_any_host_task() && !scopes.deferred_blocking &&
+        scopes.submitting_flow_node == 0) {
       hold_back(now);
       throw_if_lost();  // the wait may have found the device gone
     }
@@ -449,12 +462,13 @@ void Engine::submit(RequestPtr r) {
     refuse_freed_tiles(*r);
     // Only requests that were taken (a chunk's body waits for what it collected), and before the
     // dispatch, after which r may end and let go of its accesses (Request::take_leftovers).
-    if (launch_collector && r->kind == Kind::kernel) launch_collector->push_back(r);
-    if (launch_writes_collector && r->kind == Kind::kernel)
+    if (scopes.launch_collector && r->kind == Kind::kernel) scopes.launch_collector->push_back(r);
+    if (scopes.launch_writes_collector && r->kind == Kind::kernel)
       for (const auto& a : r->accesses)
-        if (a.writes()) launch_writes_collector->push_back(a);
-    if (transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h)) transfer_collector->push_back(r);
-    if (hook_collector && r->is_hook()) hook_collector->push_back(r);
+        if (a.writes()) scopes.launch_writes_collector->push_back(a);
+    if (scopes.transfer_collector && (r->kind == Kind::h2d || r->kind == Kind::d2h))
+      scopes.transfer_collector->push_back(r);
+    if (scopes.hook_collector && r->is_hook()) scopes.hook_collector->push_back(r);
     r->id = next_id_++;
     if (r->kind != Kind::wait) in_flight_.fetch_add(1, std::memory_order_relaxed);  // ended in finish()
     if (host_task_on_this_thread()) {  // after its number: a wait that saw no change covers it
@@ -480,8 +494,8 @@ void Engine::submit(RequestPtr r) {
       dispatcher_.try_put(r);
     }
   }
-  if (blocks && deferred_blocking) {
-    deferred_blocking->push_back(std::move(r));
+  if (blocks && scopes.deferred_blocking) {
+    scopes.deferred_blocking->push_back(std::move(r));
     return;
   }
   if (blocks) {
@@ -840,7 +854,8 @@ void Engine::finish(Request& r, Status s, std::string error) {
     dependants.swap(r.device_dependants);
     held.swap(r.held);
     r.running_preds.clear();
-    if (r.holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
+    if (r.holds_poller.load(std::memory_order_acquire) && r.holds_poller.exchange(false, std::memory_order_acq_rel))
+      poller_.release();  // loaded first: most requests never held it, and an exchange is a locked instruction
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
@@ -884,7 +899,8 @@ void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) 
 
 void Engine::ready(const RequestPtr& r) {
   log().debug("ready #{} '{}'", r->id, r->name);
-  if (r->holds_poller.exchange(false, std::memory_order_acq_rel)) poller_.release();
+  if (r->holds_poller.load(std::memory_order_acquire) && r->holds_poller.exchange(false, std::memory_order_acq_rel))
+    poller_.release();
   if (r->kind == Kind::wait) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);
