@@ -371,10 +371,10 @@ void StreamingStep::settle_ended(unsigned lane) {
       return;
     }
   }
-  // Out of order, or not that far yet: one query each. Probing half as far back each time instead
-  // was slower on the H200 (a chain of 4-byte transfers, 7.3-7.9 us a request against 5.8-5.9, 4
-  // rounds of 5, perf/RESULTS.md 2026-11-29), likely because it queried more running commands,
-  // and what it left unsettled stayed a predecessor of the next requests.
+  // Out of order, or not that far yet: one query each. Probing half as far back each time was tried
+  // (3b94e90) and dropped: on the H200 the device keeps up with a chain of 4-byte transfers, the
+  // probe above always found its command ended, and the rounds' spread hid any difference
+  // (perf/RESULTS.md, 2026-11-29 06:29Z).
   settle_front(kSettleMax, false);
 }
 

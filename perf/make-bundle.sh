@@ -20,6 +20,8 @@ done
 for c in pocl_dlhandle_race device_fault_probe live_events_probe event_cost_probe notice_probe flush_probe cross_context_pinned_probe chunk_chain_probe; do
   [ -f "$root/tools/drivers/$c.c" ] && cc -O2 "$root/tools/drivers/$c.c" -lOpenCL -lpthread -o "$dir/bin/$c"
 done
+# The driver-call counter (LD_PRELOAD; docs/drivers.md), beside the libraries.
+cc -O2 -shared -fPIC "$root/tools/drivers/cl_call_times.c" -ldl -o "$dir/lib/cl_call_times.so"
 cp -r "$root/kernels_cl" "$dir/kernels_cl"
 cp -L "$build"/libhetflow.so.* "$dir/lib/"
 bash "$root/tools/bundle-runtime.sh" "$dir" "$dir"/bin/* >/dev/null
