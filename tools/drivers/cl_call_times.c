@@ -33,8 +33,8 @@ static void note(int call, long long since) {
 }
 
 /* The next definition of `name` (the ICD loader's), looked up once. */
-#define NEXT(name)                   \
-  static __typeof__(&name) next;     \
+#define NEXT(name)               \
+  static __typeof__(&name) next; \
   if (!next) next = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
 cl_int clGetEventInfo(cl_event e, cl_event_info what, size_t size, void* value, size_t* size_ret) {
