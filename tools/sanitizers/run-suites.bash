@@ -10,6 +10,16 @@ run_suites() {
     log="$build/$s.$label.log"
     status=0
     (cd "$build/tests" && timeout 900 "./$s" "${filter[@]}") > "$log" 2>&1 || status=$?
+    # LeakSanitizer's own stop-the-world tracer sometimes crashes at exit after every case passed
+    # ("Tracer caught signal 11", then "LeakSanitizer has encountered a fatal error": no leak check
+    # was made; google/sanitizers#1353). Seen once in test_threads_and_lifetimes (2026-11-29), not
+    # in 70 runs after. That suite is run once more; a report or a second crash still fails it.
+    if [ "$status" != 0 ] && grep -q "^Tracer caught signal" "$log" && grep -q "LeakSanitizer has encountered a fatal error" "$log" &&
+      ! grep -q "$report" "$log"; then
+      echo "== $label: $s: LeakSanitizer's tracer crashed at exit (no check made): run again"
+      status=0
+      (cd "$build/tests" && timeout 900 "./$s" "${filter[@]}") > "$log" 2>&1 || status=$?
+    fi
     echo "== $label: $s ${cases[$s]:-}: $(grep -E '^\[doctest\] test cases' "$log" | tail -n 1) (exit $status)"
     if [ "$status" != 0 ] || grep -q "$report" "$log"; then
       grep -v '^\[hetflow' "$log" | tail -n 80
