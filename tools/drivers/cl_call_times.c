@@ -27,9 +27,12 @@ static const char* names[CALLS] = {"clGetEventInfo",  "clReleaseEvent",       "c
                                    "clWaitForEvents", "clEnqueueWriteBuffer", "clEnqueueReadBuffer"};
 static _Atomic long long count[CALLS], spent[CALLS], running_queries, running_spent;
 
-static void note(int call, long long since) {
-  atomic_fetch_add(&spent[call], now_ns() - since);
+/* Counts one call begun at `since`; returns how long it took. */
+static long long note(int call, long long since) {
+  const long long took = now_ns() - since;
+  atomic_fetch_add(&spent[call], took);
   atomic_fetch_add(&count[call], 1);
+  return took;
 }
 
 /* The next definition of `name` (the ICD loader's), looked up once. */
@@ -37,13 +40,19 @@ static void note(int call, long long since) {
   static __typeof__(&name) next; \
   if (!next) next = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
+/* The body of a wrapper: the next definition called with the wrapper's arguments, timed as `call`. */
+#define TIMED(call, name, ...)          \
+  NEXT(name);                           \
+  const long long t0 = now_ns();        \
+  const cl_int err = next(__VA_ARGS__); \
+  note(call, t0);                       \
+  return err
+
 cl_int clGetEventInfo(cl_event e, cl_event_info what, size_t size, void* value, size_t* size_ret) {
   NEXT(clGetEventInfo);
   const long long t0 = now_ns();
   const cl_int err = next(e, what, size, value, size_ret);
-  const long long took = now_ns() - t0;
-  atomic_fetch_add(&spent[GET_INFO], took);
-  atomic_fetch_add(&count[GET_INFO], 1);
+  const long long took = note(GET_INFO, t0);
   if (err == CL_SUCCESS && what == CL_EVENT_COMMAND_EXECUTION_STATUS && value && *(cl_int*)value > CL_COMPLETE) {
     atomic_fetch_add(&running_queries, 1);
     atomic_fetch_add(&running_spent, took);
@@ -51,54 +60,22 @@ cl_int clGetEventInfo(cl_event e, cl_event_info what, size_t size, void* value, 
   return err;
 }
 
-cl_int clReleaseEvent(cl_event e) {
-  NEXT(clReleaseEvent);
-  const long long t0 = now_ns();
-  const cl_int err = next(e);
-  note(RELEASE, t0);
-  return err;
-}
+cl_int clReleaseEvent(cl_event e) { TIMED(RELEASE, clReleaseEvent, e); }
 
-cl_int clRetainEvent(cl_event e) {
-  NEXT(clRetainEvent);
-  const long long t0 = now_ns();
-  const cl_int err = next(e);
-  note(RETAIN, t0);
-  return err;
-}
+cl_int clRetainEvent(cl_event e) { TIMED(RETAIN, clRetainEvent, e); }
 
-cl_int clFlush(cl_command_queue q) {
-  NEXT(clFlush);
-  const long long t0 = now_ns();
-  const cl_int err = next(q);
-  note(FLUSH, t0);
-  return err;
-}
+cl_int clFlush(cl_command_queue q) { TIMED(FLUSH, clFlush, q); }
 
-cl_int clWaitForEvents(cl_uint n, const cl_event* list) {
-  NEXT(clWaitForEvents);
-  const long long t0 = now_ns();
-  const cl_int err = next(n, list);
-  note(WAIT, t0);
-  return err;
-}
+cl_int clWaitForEvents(cl_uint n, const cl_event* list) { TIMED(WAIT, clWaitForEvents, n, list); }
 
 cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blocking, size_t offset, size_t size,
                             const void* host, cl_uint n, const cl_event* list, cl_event* e) {
-  NEXT(clEnqueueWriteBuffer);
-  const long long t0 = now_ns();
-  const cl_int err = next(q, b, blocking, offset, size, host, n, list, e);
-  note(WRITE, t0);
-  return err;
+  TIMED(WRITE, clEnqueueWriteBuffer, q, b, blocking, offset, size, host, n, list, e);
 }
 
 cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blocking, size_t offset, size_t size, void* host,
                            cl_uint n, const cl_event* list, cl_event* e) {
-  NEXT(clEnqueueReadBuffer);
-  const long long t0 = now_ns();
-  const cl_int err = next(q, b, blocking, offset, size, host, n, list, e);
-  note(READ, t0);
-  return err;
+  TIMED(READ, clEnqueueReadBuffer, q, b, blocking, offset, size, host, n, list, e);
 }
 
 __attribute__((destructor)) static void report(void) {
