@@ -36,7 +36,7 @@ void DispatchStep::dispatch(const RequestPtr& r) {
   switch (r->kind) {
     case Kind::wait:
       wait_preds(*r);
-      log().debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, r->preds.size());
+      log_debug("dispatch #{} {}: {} predecessor(s)", r->id, r->name, r->preds.size());
       engine_.arm_host_side(r);
       return;
     case Kind::release: {
@@ -52,7 +52,7 @@ void DispatchStep::dispatch(const RequestPtr& r) {
       break;
   }
   track_hazards(r);
-  log().debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, r->preds.size());
+  log_debug("dispatch #{} {} '{}': {} predecessor(s)", r->id, to_string(r->kind), r->name, r->preds.size());
   if (!on_device(r->kind)) {
     engine_.arm_host_side(r);
     return;

@@ -125,7 +125,7 @@ void StreamingStep::advance(const RequestPtr& r, RequestList& released) {
       p->held.push_back(r);
     }
     if (r->enqueue_unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) {
-      log().debug("holding #{} '{}' back until its predecessors are done or enqueued", r->id, r->name);
+      log_debug("holding #{} '{}' back until its predecessors are done or enqueued", r->id, r->name);
       return;
     }
   }
@@ -186,7 +186,7 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
   }
   // Only now: their events had to live through the enqueue.
   RequestList running = std::move(r->preds);
-  log().debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
+  log_debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
   after_enqueue(r, ev, std::move(running), implied, released);
 }
 

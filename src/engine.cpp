@@ -431,7 +431,9 @@ void Engine::refuse_freed_tiles(const Request& r) const {
 }
 
 void Engine::submit(RequestPtr r) {
-  SubmitScopes& scopes = submit_scopes;  // one thread_local lookup
+  // A copy, the scopes as the request is submitted: through a reference GCC derives the
+  // thread_local's address again at each use (a __tls_get_addr call each in a shared library).
+  const SubmitScopes scopes = submit_scopes;
   r->flow_node = scopes.submitting_flow_node;
   if (r->kind != Kind::wait) throw_if_lost();
   // The dispatcher adds the hazards' predecessors to these (HooksAfter).
@@ -861,7 +863,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
     // A done device command has completed; any other outcome is asked of the driver (a host request
     // or a wait has no command). A wait lets go of its tile and predecessors too.
-    if (s == Status::done || off_the_device(r)) leftovers = r.take_leftovers();
+    if (s == Status::done || off_the_device(r)) r.take_leftovers(leftovers);
     // Its writes stand over whatever failed under them: only a failed or cancelled request keeps
     // its failures behind for the hazard it stays (Engine::is_done).
     if (s == Status::done) r.failures_behind.reset();
@@ -871,7 +873,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     r.status.store(s, std::memory_order_release);
   }
   if (r.kind != Kind::wait) in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  log().debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
+  log_debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
   for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   if (s == Status::done) {
     for (const auto& h : held) release_held(h, nullptr);
@@ -898,7 +900,7 @@ void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) 
 }
 
 void Engine::ready(const RequestPtr& r) {
-  log().debug("ready #{} '{}'", r->id, r->name);
+  log_debug("ready #{} '{}'", r->id, r->name);
   if (r->holds_poller.load(std::memory_order_acquire) && r->holds_poller.exchange(false, std::memory_order_acq_rel))
     poller_.release();
   if (r->kind == Kind::wait) {
@@ -1066,7 +1068,7 @@ bool Engine::poll_watched() {
 }
 
 void Engine::watch(const RequestPtr& p) {
-  log().debug("watching #{} '{}'", p->id, p->name);
+  log_debug("watching #{} '{}'", p->id, p->name);
   {
     std::lock_guard lock(watched_mutex_);
     watched_.push_back(p);

@@ -34,8 +34,7 @@ void Request::check_payload() const {
                            "' built with another kind's payload");
 }
 
-Request::Leftovers Request::take_leftovers() {
-  Leftovers l;
+void Request::take_leftovers(Leftovers& l) {
   l.accesses.swap(accesses);
   if (auto* k = std::get_if<KernelWork>(&work)) l.args.swap(k->args);
   if (auto* h = std::get_if<HostWork>(&work)) l.task = std::move(h->fn);
@@ -52,7 +51,6 @@ Request::Leftovers Request::take_leftovers() {
                       std::make_move_iterator(w->host_preds.end()));
     w->host_preds.clear();
   }
-  return l;
 }
 
 Request::~Request() {

@@ -281,7 +281,7 @@ struct Request : std::enable_shared_from_this<Request> {
     std::shared_ptr<TileState> tile;  // a wait's
     RequestList requests;             // a wait's: `on`, `device_preds`, `host_preds`
   };
-  Leftovers take_leftovers();
+  void take_leftovers(Leftovers& into);  // `into`: empty; filled in place, no temporary to destroy
 
   // Recording (dumps, traces).
   // Written by whoever runs or enqueues the request while records() may read them from any thread
