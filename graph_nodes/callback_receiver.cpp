@@ -47,19 +47,45 @@ bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& fail
   // lane's in-order settling can retire alone, paid one per request (perf/RESULTS.md, 2026-11-26
   // 10:46Z). An injected fault is seen only by querying its own command, so there they are asked.
   const bool query_each = !ended_well || !fault_kernel_.empty();
+  RequestPtr first;  // the first one not seen ended, usually the only one: no list for it
   RequestList unsettled, stack;
   {
     std::lock_guard lock(r.m);
     for (const auto& p : r.running_preds) {
-      if (!p->ended())
-        stack.push_back(p);  // usually none: no allocation
-      else if (const Status s = p->status.load(std::memory_order_acquire);
-               s == Status::failed || s == Status::cancelled)
+      if (!p->ended()) {
+        if (!first)
+          first = p;
+        else
+          stack.push_back(p);
+      } else if (const Status s = p->status.load(std::memory_order_acquire);
+                 s == Status::failed || s == Status::cancelled) {
         failed.push_back(p);
+      }
     }
   }
-  if (stack.empty()) return false;
+  if (!first) return false;
   failed.clear();  // to be looked at again once these are settled
+  // The usual case in a stream: one, the other copy queue's last command, and everything it waited
+  // on has ended. Settled alone, without the walk's lists: their allocations cost more than the
+  // rest of settling it (callgrind, perf/RESULTS.md 2026-11-29).
+  if (stack.empty()) {
+    bool alone = true;
+    {
+      std::lock_guard lock(first->m);
+      if (first->ended()) return true;
+      for (const auto& q : first->running_preds)
+        if (!q->ended()) {
+          alone = false;
+          break;
+        }
+    }
+    if (alone) {
+      const cl_int s = query_each ? command_status(*first) : CL_COMPLETE;
+      if (s <= CL_COMPLETE) finish_outcome(*first, s);
+      return true;
+    }
+  }
+  stack.push_back(std::move(first));
   // A DAG: each request is expanded once, or fan-in makes the walk exponential. A walk is usually a
   // request or two (the other copy queue's last command): those are looked up in `unsettled`
   // itself. A long one (a stream of launches PoCL had not run yet when a wait came: 20,000 of them)

@@ -844,7 +844,8 @@ bool off_the_device(const Request& r) {
 }  // namespace
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  RequestList waiters, dependants, held;
+  RequestList waiters, held;
+  Request::DependantList dependants;
   Request::Leftovers leftovers;  // destroyed last, without r.m (Request::take_leftovers)
   {
     std::lock_guard lock(r.m);

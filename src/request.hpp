@@ -24,6 +24,8 @@
 #include <variant>
 #include <vector>
 
+#include "few_first_list.hpp"
+
 namespace hetflow::detail {
 
 enum class Kind : std::uint8_t { h2d, d2h, kernel, host, wait, release };
@@ -179,28 +181,8 @@ struct Request : std::enable_shared_from_this<Request> {
     std::uint64_t id;
     bool reads;
   };
-  // Nearly every request writes after one or two others: kept inline, since an allocation for each
-  // request cost more than the rest of this bookkeeping (callgrind, perf/RESULTS.md 2026-11-28).
-  class WrittenBeforeList {
-   public:
-    void push_back(const WrittenBefore& w) {
-      if (more_.empty() && n_ < few_.size()) {
-        few_[n_++] = w;
-        return;
-      }
-      if (more_.empty()) more_.assign(few_.begin(), few_.begin() + n_);
-      more_.push_back(w);
-    }
-    WrittenBefore* begin() { return more_.empty() ? few_.data() : more_.data(); }
-    WrittenBefore* end() { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
-    const WrittenBefore* begin() const { return more_.empty() ? few_.data() : more_.data(); }
-    const WrittenBefore* end() const { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
-
-   private:
-    std::array<WrittenBefore, 3> few_{};
-    std::size_t n_ = 0;
-    std::vector<WrittenBefore> more_;  // all of them, once more than few_ holds
-  };
+  // Nearly every request writes after one or two others: kept inline (src/few_first_list.hpp).
+  using WrittenBeforeList = FewFirstList<WrittenBefore, 3>;
   WrittenBeforeList written_before;
   const WrittenBefore* written_by(const Request& p) const {
     for (const auto& w : written_before)
@@ -239,7 +221,9 @@ struct Request : std::enable_shared_from_this<Request> {
   // Device commands whose wait list holds this request's event (under m). If this request fails,
   // OpenCL terminates them; the engine marks them cancelled itself, because not every runtime fires
   // completion callbacks for commands that ended in error (PoCL 3.1 does not).
-  RequestList device_dependants;
+  // Nearly always one: the next command on the other copy queue, or the next launch.
+  using DependantList = FewFirstList<RequestPtr, 1, RequestAllocator<RequestPtr>>;
+  DependantList device_dependants;
   // The other side: the predecessors in r's own wait list that had not ended at its enqueue (under
   // m). r's outcome is settled only after theirs (Engine::finish_device): a command that ran after
   // one that faulted may itself report success over garbage.

@@ -2,11 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "access_plan.hpp"
 #include "dependency_tracker.hpp"
+#include "few_first_list.hpp"
 #include "request.hpp"
 
 using namespace hetflow;
@@ -221,5 +223,31 @@ TEST_CASE("a request's list of predecessors it writes after keeps every one, in 
     CHECK(seen == count);
     const auto& as_const = list;
     CHECK(std::uint64_t(as_const.end() - as_const.begin()) == count);
+  }
+}
+
+// The same list holding requests (a request's device dependants, src/few_first_list.hpp): past its
+// inline ones it keeps no second reference to any (a request kept alive keeps its tiles and event),
+// and a swap, how Engine::finish takes them, moves the whole list whichever way it is kept.
+TEST_CASE("a list that keeps its first elements inline holds each element once, and swaps whole") {
+  for (std::size_t count : {0u, 1u, 2u, 5u}) {
+    CAPTURE(count);
+    std::vector<std::shared_ptr<int>> items;
+    hetflow::detail::FewFirstList<std::shared_ptr<int>, 1> list;
+    for (std::size_t i = 0; i < count; ++i) {
+      items.push_back(std::make_shared<int>(int(i)));
+      list.push_back(items.back());
+    }
+    CHECK(list.size() == count);
+    CHECK(list.empty() == (count == 0));
+    for (const auto& item : items) CHECK(item.use_count() == 2);  // ours and the list's, no more
+    hetflow::detail::FewFirstList<std::shared_ptr<int>, 1> taken;
+    taken.swap(list);
+    CHECK(list.empty());
+    CHECK(taken.size() == count);
+    int expected = 0;
+    for (const auto& item : taken) CHECK(*item == expected++);
+    taken = {};
+    for (const auto& item : items) CHECK(item.use_count() == 1);  // let go with the list
   }
 }
