@@ -5,6 +5,12 @@
 # Two runs of bench_request_stream, 20,000 and 60,000 requests; the difference over 40,000
 # leaves out the set-up (the kernel's build alone is ~4e9 instructions on PoCL).
 #   bash perf/callgrind-per-request.sh [BUILD_DIR=build-release] [KINDS="kernel transfer raw-kernel raw-transfer"]
+# The path measured is PoCL's: its CPU device gets out-of-order queues, whose commands are settled a
+# status query each, and under valgrind the device lags the stream. NVIDIA's queues are in order and
+# the H200 keeps up, so one query settles every command ahead (StreamingStep::settle_ended).
+# HETFLOW_QUEUE_ORDER=in-order takes that path's code here, but its probe still finds the command
+# running unless the profiling build waits for it first (perf/RESULTS.md, 2026-11-29 09:08Z: a
+# clWaitForEvents on the probed command, in a throwaway build).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build-release}
