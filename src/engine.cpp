@@ -857,8 +857,7 @@ void Engine::finish(Request& r, Status s, std::string error) {
     dependants.swap(r.device_dependants);
     held.swap(r.held);
     r.running_preds.clear();
-    if (r.holds_poller.load(std::memory_order_acquire) && r.holds_poller.exchange(false, std::memory_order_acq_rel))
-      poller_.release();  // loaded first: most requests never held it, and an exchange is a locked instruction
+    if (r.take_poller_hold()) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
     // its failures at once, so r's must already be there.
     if (s != Status::done && r.kind != Kind::wait) record_failure(r, s);
@@ -902,8 +901,7 @@ void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) 
 
 void Engine::ready(const RequestPtr& r) {
   log_debug("ready #{} '{}'", r->id, r->name);
-  if (r->holds_poller.load(std::memory_order_acquire) && r->holds_poller.exchange(false, std::memory_order_acq_rel))
-    poller_.release();
+  if (r->take_poller_hold()) poller_.release();
   if (r->kind == Kind::wait) {
     if (recording) r->end_ns = now_ns();
     finish(*r, Status::done);

@@ -160,6 +160,11 @@ struct Request : std::enable_shared_from_this<Request> {
   // perf/RESULTS.md 2026-11-25), so without the poller a host task after a D2H waited for some
   // other thread's poll.
   std::atomic<bool> holds_poller{false};
+  // True for whichever of ready() and finish() takes the hold back first. Loaded before the exchange:
+  // most requests never held it, and an exchange is a locked instruction.
+  bool take_poller_hold() {
+    return holds_poller.load(std::memory_order_acquire) && holds_poller.exchange(false, std::memory_order_acq_rel);
+  }
   KernelWork& kernel() { return std::get<KernelWork>(work); }
   const KernelWork& kernel() const { return std::get<KernelWork>(work); }
   HostWork& host() { return std::get<HostWork>(work); }
