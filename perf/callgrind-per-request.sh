@@ -5,12 +5,14 @@
 # Two runs of bench_request_stream, 20,000 and 60,000 requests; the difference over 40,000
 # leaves out the set-up (the kernel's build alone is ~4e9 instructions on PoCL).
 #   bash perf/callgrind-per-request.sh [BUILD_DIR=build-release] [KINDS="kernel transfer raw-kernel raw-transfer"]
-# The path measured is PoCL's: its CPU device gets out-of-order queues, whose commands are settled a
-# status query each, and under valgrind the device lags the stream. NVIDIA's queues are in order and
-# the H200 keeps up, so one query settles every command ahead (StreamingStep::settle_ended).
-# HETFLOW_QUEUE_ORDER=in-order takes that path's code here, but its probe still finds the command
-# running unless the profiling build waits for it first (perf/RESULTS.md, 2026-11-29 09:08Z: a
-# clWaitForEvents on the probed command, in a throwaway build).
+# Two settling paths: PoCL's (the default), where its CPU device gets out-of-order queues whose
+# commands are settled a status query each, and under valgrind the device lags the stream; and
+# NVIDIA's (LIKE=nvidia), where queues are in order and the H200 keeps up, so one query settles
+# every command ahead (StreamingStep::settle_ended). LIKE=nvidia sets HETFLOW_QUEUE_ORDER=in-order
+# and preloads tools/drivers/keep_up.c (built here with cc), which makes each status query wait for
+# its command first, as if the device had kept up; the driver's calls are not the engine's, so
+# compare the submitting thread's figure between engines, not with the default path's.
+#   LIKE=nvidia bash perf/callgrind-per-request.sh build-prof transfer
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build-release}
@@ -19,6 +21,14 @@ command -v valgrind > /dev/null || { echo "callgrind-per-request: needs valgrind
 export HETFLOW_KERNEL_PATH=${HETFLOW_KERNEL_PATH:-$root/kernels_cl}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+case ${LIKE:-pocl} in
+  pocl) ;;
+  nvidia)
+    cc -O2 -shared -fPIC "$root/tools/drivers/keep_up.c" -ldl -o "$out/keep_up.so"
+    export HETFLOW_QUEUE_ORDER=in-order LD_PRELOAD="$out/keep_up.so"
+    ;;
+  *) echo "callgrind-per-request: LIKE must be pocl or nvidia, got '$LIKE'" >&2; exit 2 ;;
+esac
 summary() { grep -m1 '^summary' "$1" | cut -d' ' -f2; }
 for kind in $kinds; do
   declare -A main=() all=()
