@@ -1,8 +1,9 @@
 #pragma once
 // A list that keeps its first N elements inline and all of them in a vector once there are more.
-// A request keeps several short lists (the predecessors it writes after, the commands waiting on its
-// event); nearly every one holds one to three elements, and an allocation for each cost more than
-// what is done with the list (callgrind, perf/RESULTS.md 2026-11-28 and 2026-11-29).
+// A request keeps several short lists (its tiles' accesses, the predecessors it writes after, the
+// commands waiting on its event); nearly every one holds one to three elements, and an allocation
+// for each cost more than what is done with the list (callgrind, perf/RESULTS.md 2026-11-28 and
+// 2026-11-29).
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -14,6 +15,24 @@ namespace hetflow::detail {
 template <class T, std::size_t N, class Allocator = std::allocator<T>>
 class FewFirstList {
  public:
+  FewFirstList() = default;
+  FewFirstList(const FewFirstList&) = default;
+  FewFirstList& operator=(const FewFirstList&) = default;
+  // Moved from, a list is empty (the defaults would leave its inline elements counted, moved from).
+  FewFirstList(FewFirstList&& o) noexcept { swap(o); }
+  FewFirstList& operator=(FewFirstList&& o) noexcept {
+    FewFirstList taken;
+    taken.swap(o);
+    swap(taken);
+    return *this;
+  }
+  ~FewFirstList() = default;
+
+  template <class It>
+  void assign(It first, It last) {
+    *this = FewFirstList();
+    for (; first != last; ++first) push_back(*first);
+  }
   void push_back(T x) {
     if (more_.empty() && n_ < N) {
       few_[n_++] = std::move(x);
@@ -29,6 +48,8 @@ class FewFirstList {
   T* end() { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
   const T* begin() const { return more_.empty() ? few_.data() : more_.data(); }
   const T* end() const { return more_.empty() ? few_.data() + n_ : more_.data() + more_.size(); }
+  T& front() { return *begin(); }
+  const T& front() const { return *begin(); }
   std::size_t size() const { return more_.empty() ? n_ : more_.size(); }
   bool empty() const { return size() == 0; }
   void swap(FewFirstList& o) noexcept {

@@ -81,10 +81,11 @@ using RequestAllocator = tbb::scalable_allocator<T>;
 #endif
 // The lists of requests a request keeps (predecessors, waiters, ...) come and go with it.
 using RequestList = std::vector<RequestPtr, RequestAllocator<RequestPtr>>;
-// A request's tiles come and go with it too: freed in batches where the driver's settling ends many
-// at once, glibc's tcache overflowed and a transfer's one access cost ~900 instructions of malloc's
-// slow paths (callgrind, perf/RESULTS.md 2026-11-29).
-using AccessList = std::vector<Access, RequestAllocator<Access>>;
+// A request's tiles: a transfer has one, most launches and host tasks a few; kept inline so a
+// transfer allocates nothing for it (src/few_first_list.hpp). Past them, from tbbmalloc: freed in
+// batches where the driver's settling ends many at once, glibc's tcache overflowed and a transfer's
+// one access cost ~900 instructions of malloc's slow paths (callgrind, perf/RESULTS.md 2026-11-29).
+using AccessList = FewFirstList<Access, 1, RequestAllocator<Access>>;
 
 // What a request does, one payload per kind; what every kind shares is Request's own header.
 struct TransferWork {};  // H2D, D2H: its one access says what moves where

@@ -251,3 +251,35 @@ TEST_CASE("a list that keeps its first elements inline holds each element once, 
     for (const auto& item : items) CHECK(item.use_count() == 1);  // let go with the list
   }
 }
+
+// A request's accesses are such a list too (src/request.hpp, AccessList): a launch's are built
+// apart and moved in, a host task's assigned from the caller's vector. Moved from, a list must be
+// empty: counting inline elements that were moved away would hand out empty tiles.
+TEST_CASE("a list that keeps its first elements inline is empty once moved from, and assigns whole") {
+  for (std::size_t count : {0u, 1u, 2u, 5u}) {
+    CAPTURE(count);
+    std::vector<std::shared_ptr<int>> items;
+    for (std::size_t i = 0; i < count; ++i) items.push_back(std::make_shared<int>(int(i)));
+    hetflow::detail::FewFirstList<std::shared_ptr<int>, 1> list;
+    list.assign(items.begin(), items.end());
+    REQUIRE(list.size() == count);
+    if (count) CHECK(*list.front() == 0);
+    hetflow::detail::FewFirstList<std::shared_ptr<int>, 1> moved(std::move(list));
+    CHECK(list.empty());  // NOLINT(bugprone-use-after-move): what is checked
+    CHECK(moved.size() == count);
+    hetflow::detail::FewFirstList<std::shared_ptr<int>, 1> assigned;
+    assigned.push_back(std::make_shared<int>(-1));
+    assigned = std::move(moved);
+    CHECK(moved.empty());  // NOLINT(bugprone-use-after-move)
+    REQUIRE(assigned.size() == count);
+    int expected = 0;
+    for (const auto& item : assigned) {
+      REQUIRE(item);
+      CHECK(*item == expected++);
+    }
+    for (const auto& item : items) CHECK(item.use_count() == 2);  // ours and the list's, no more
+    assigned.assign(items.begin(), items.begin());                // nothing: the list is emptied
+    CHECK(assigned.empty());
+    for (const auto& item : items) CHECK(item.use_count() == 1);
+  }
+}
