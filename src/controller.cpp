@@ -26,43 +26,7 @@ using detail::Kind;
 using detail::make_request;
 using detail::TransferWork;
 
-// An OpenCL C built-in type's name taken apart: "float4" is 4 lanes of a 4-byte floating-point
-// element. Parsed on every launch, so without allocating (a launch costs a few microseconds in all).
-struct ClType {
-  std::size_t bytes = 0;  // of one element; 0: not a built-in type (a typedef, a struct, size_t)
-  char kind = 0;          // 'f' floating point, 'i' integer; 0: neither (also bool)
-  std::size_t lanes = 1;  // as written: a 3-vector says 3
-  bool is_unsigned = false;
-};
-ClType cl_type(std::string_view type) {
-  struct Known {
-    std::string_view name;
-    std::size_t bytes;
-    char kind;
-  };
-  static constexpr Known known[] = {{"char", 1, 'i'},   {"uchar", 1, 'i'},  {"bool", 1, 0},    {"short", 2, 'i'},
-                                    {"ushort", 2, 'i'}, {"half", 2, 'f'},   {"int", 4, 'i'},   {"uint", 4, 'i'},
-                                    {"float", 4, 'f'},  {"long", 8, 'i'},   {"ulong", 8, 'i'}, {"double", 8, 'f'},
-                                    {"size_t", 0, 0},   {"ptrdiff_t", 0, 0}};
-  ClType t;
-  // A plain loop, not find_first_of: that calls memchr once per character, on every launch.
-  std::size_t digits = 0;
-  while (digits < type.size() && (type[digits] < '0' || type[digits] > '9')) ++digits;
-  if (digits < type.size()) {
-    t.lanes = 0;
-    for (std::size_t i = digits; i < type.size() && type[i] >= '0' && type[i] <= '9'; ++i)
-      t.lanes = t.lanes * 10 + std::size_t(type[i] - '0');
-    type = type.substr(0, digits);
-  }
-  for (const auto& k : known)
-    if (k.name.size() == type.size() && k.name == type) {
-      t.bytes = k.bytes;
-      t.kind = k.kind;
-      t.is_unsigned = k.kind == 'i' && type.front() == 'u';
-      break;
-    }
-  return t;
-}
+using detail::ClType;
 
 // Bytes a value of the type occupies (a 3-vector occupies 4 lanes); 0 when not a built-in type.
 std::size_t byte_size(const ClType& t) { return t.bytes * (t.lanes == 3 ? 4 : t.lanes); }
@@ -72,9 +36,8 @@ std::size_t byte_size(const ClType& t) { return t.bytes * (t.lanes == 3 ? 4 : t.
 // garbage. With `signedness`, integers of the other signedness too: a tile's elements are read as
 // they are (-1 as 4294967295). A scalar's signedness alone is let through: it is converted, as C
 // would, and keeps its value wherever it fits both.
-const char* kind_mismatch(const ClType& w, const char* given, bool signedness = false) {
+const char* kind_mismatch(const ClType& w, const ClType& g, const char* given, bool signedness = false) {
   if (!given) return nullptr;
-  const ClType g = cl_type(given);
   if (!w.kind || !g.kind) return nullptr;
   // cl_platform.h's 3-vectors are its 4-vectors (cl_float3 is cl_float4): a float3 takes either.
   const bool same_lanes = w.lanes == g.lanes || (w.lanes == 3 && g.lanes == 4);
@@ -292,24 +255,25 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
                      (kernel.arg(i).address == CL_KERNEL_ARG_ADDRESS_CONSTANT ? "__constant" : "const") + "), got " +
                      to_string(a.role) + "(" + a.tile->name + "): the kernel cannot write it, pass in(" + a.tile->name +
                      ")");
-  std::string_view base = kernel.arg(i).type_name;
-  if (!base.empty() && base.back() == '*') base.remove_suffix(1);
-  const ClType wanted = cl_type(base);  // parsed once: this runs on every launch
+  const ClType& wanted = kernel.arg(i).type;
   const std::size_t expected = byte_size(wanted);
   if (expected && expected != a.tile->elem_size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
                      "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
                      "-byte elements");
-  if (const char* held = kind_mismatch(wanted, a.tile->elem_type, true))
+  if (const char* held = kind_mismatch(wanted, a.tile->elem_parsed, a.tile->elem_type, true)) {
+    std::string_view base = kernel.arg(i).type_name;
+    if (!base.empty() && base.back() == '*') base.remove_suffix(1);
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::string(base) +
                      " elements, tile '" + a.tile->name + "' holds " + held);
+  }
 }
 
 // How a program makes a value of an OpenCL C scalar or vector type, in C++: OpenCL C's own names
 // (uint, float2) are not C++ types, cl_platform.h's are (cl_uint, cl_float2), and its vectors are
 // unions, built with braces (cl_float2(1.0) does not compile).
 std::string conversion_hint(std::string_view cl_name) {
-  const ClType t = cl_type(cl_name);
+  const ClType t = detail::parse_cl_type(cl_name);
   std::string host = "cl_" + std::string(cl_name);
   for (std::string_view same : {"float", "double", "int", "short", "char"})
     if (cl_name == same) host = std::string(cl_name);
@@ -324,7 +288,7 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
   if (info.is_buffer() || info.is_local())
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
                      " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
-  const ClType wanted = cl_type(info.type_name);
+  const ClType& wanted = info.type;
   const std::size_t expected = byte_size(wanted);
   if (expected && expected != s.size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + " (" +
@@ -332,7 +296,7 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
                      (s.type ? std::string(s.type) + " (" + std::to_string(s.size) + " bytes)"
                              : "a " + std::to_string(s.size) + "-byte value") +
                      " (convert it: " + conversion_hint(info.type_name) + ")");
-  if (const char* given = kind_mismatch(wanted, s.type))
+  if (const char* given = kind_mismatch(wanted, s.parsed, s.type))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
                      std::string(given) + " (convert it: " + conversion_hint(info.type_name) + ")");
 }

@@ -279,6 +279,7 @@ std::shared_ptr<TileState> Engine::make_tile(const Extent& extent, std::size_t e
   s->extent = extent;
   s->elem_size = elem_size;
   s->elem_type = elem_type;
+  s->elem_parsed = parse_cl_type(elem_type);
   s->device_only = device_only;
   if (device_only) s->latest.store(2, std::memory_order_relaxed);
   s->owner = serial;
@@ -316,6 +317,7 @@ std::shared_ptr<TileState> Engine::make_alias_tile(const std::shared_ptr<TileSta
   s->extent = home->extent;
   s->elem_size = home->elem_size;
   s->elem_type = home->elem_type;
+  s->elem_parsed = home->elem_parsed;
   s->device_only = home->device_only;
   s->latest.store(home->device_only ? 2 : 1, std::memory_order_relaxed);
   s->owner = serial;

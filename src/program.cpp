@@ -111,6 +111,7 @@ Kernel Program::kernel(const std::string& requested) const {
           (a.is_buffer() && (k.state_->kernel.getArgInfo<CL_KERNEL_ARG_TYPE_QUALIFIER>(i) & CL_KERNEL_ARG_TYPE_CONST));
       while (!a.type_name.empty() && a.type_name.back() == '\0') a.type_name.pop_back();
       while (!a.name.empty() && a.name.back() == '\0') a.name.pop_back();
+      a.type = detail::parse_cl_pointee(a.type_name);
       k.state_->args.push_back(std::move(a));
     }
     // Asked once here, not on every launch: launches are checked against it.

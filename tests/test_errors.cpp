@@ -81,6 +81,11 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
     auto mix = c.kernel("hetflow_test.cl", "mix_inputs");
     auto a = c.tile<float>(64, "a"), b = c.tile<float>(64, "b"), o = c.tile<float>(64, "o");
     auto d = c.tile<double>(64, "d");
+    // Each argument's type is taken apart once, when the kernel is made: launches check against it.
+    CHECK(mix.arg(0).type.bytes == 4);  // float*: its elements'
+    CHECK(mix.arg(0).type.kind == 'f');
+    CHECK(mix.arg(3).type.kind == 'i');  // int n
+    CHECK(!mix.arg(3).type.is_unsigned);
     check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64); },
                       {"mix_inputs", "takes 5 argument", "got 4"});
     check_usage_error([&] { c.launch(mix, Range(64), in(a), in(b), out(o), 64, 1.0f, 2); }, {"got 6"});

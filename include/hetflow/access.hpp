@@ -86,6 +86,7 @@ struct ScalarArg {
   std::array<std::byte, 64> bytes{};
   std::size_t size = 0;
   const char* type = nullptr;  // OpenCL C name when known
+  ClType parsed;               // `type` taken apart, at compile time
 };
 
 using KernelArg = std::variant<Access, ScalarArg, LocalMemory>;
@@ -104,6 +105,8 @@ KernelArg to_kernel_arg(A&& a) {
     std::memcpy(s.bytes.data(), &a, sizeof(U));
     s.size = sizeof(U);
     s.type = cl_type_name<U>();
+    constexpr ClType parsed = parse_cl_type(cl_type_name<U>());
+    s.parsed = parsed;
     return KernelArg(s);
   }
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <hetflow/detail/cl_type.hpp>
 #include <hetflow/errors.hpp>
 #include <hetflow/opencl.hpp>
 
@@ -21,6 +22,8 @@ struct KernelArgInfo {
   // The pointer's elements are const, or in __constant memory: the kernel cannot write them, so a
   // launch refuses out() and io() for it (the hazards would claim a write that never happens).
   bool read_only = false;
+  // type_name taken apart (a pointer's: its elements' type), once: every launch checks against it.
+  detail::ClType type;
   bool is_buffer() const {
     return address == CL_KERNEL_ARG_ADDRESS_GLOBAL || address == CL_KERNEL_ARG_ADDRESS_CONSTANT;
   }

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <hetflow/box.hpp>
+#include <hetflow/detail/cl_type.hpp>
 #include <hetflow/errors.hpp>
 #include <hetflow/opencl.hpp>
 
@@ -91,6 +92,7 @@ struct TileState {
   Extent extent;
   std::size_t elem_size = 0;
   const char* elem_type = nullptr;
+  ClType elem_parsed;  // elem_type taken apart once: launches check their tiles against their kernel
   bool device_only = false;
   // The engine that made it, by serial number: one made later at the same address (the controller
   // destroyed, another made) must not take the tile for its own.
