@@ -52,8 +52,6 @@ constexpr ClType parse_cl_pointee(std::string_view type) {
 }
 
 // A name given as a C string, or none (a type without an OpenCL C name).
-constexpr ClType parse_cl_type(const char* type) {
-  return type ? parse_cl_type(std::string_view(type)) : ClType{};
-}
+constexpr ClType parse_cl_type(const char* type) { return type ? parse_cl_type(std::string_view(type)) : ClType{}; }
 
 }  // namespace hetflow::detail
