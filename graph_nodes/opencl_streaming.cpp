@@ -4,6 +4,7 @@
 #include "opencl_streaming.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "driver_lock.hpp"
 #include "engine.hpp"
@@ -184,10 +185,8 @@ void StreamingStep::enqueue_command(const RequestPtr& r, RequestList& released) 
     engine_.end_after_preds(r, Status::failed, what + " failed: " + cl_error_name(err));
     return;
   }
-  // Only now: their events had to live through the enqueue.
-  RequestList running = std::move(r->preds);
   log_debug("enqueued #{} '{}' on queue {} after {} event(s)", r->id, r->name, r->lane, wait_list.size());
-  after_enqueue(r, ev, std::move(running), implied, released);
+  after_enqueue(r, ev, implied, released);
 }
 
 std::string StreamingStep::collect_wait_list(Request& r, std::vector<cl_event>& wait_list, std::uint32_t& implied) {
@@ -291,8 +290,7 @@ cl_int StreamingStep::enqueue_on_driver(Request& r, const std::vector<cl_event>&
   return err;
 }
 
-void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, std::uint32_t implied,
-                                  RequestList& released) {
+void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::uint32_t implied, RequestList& released) {
   // Counted before the event is published below: a waiter that sees the event flushes the queue
   // only if the count says a command is unflushed (flush_lane), and would otherwise skip this one.
   // Under sync too, where that waiter's flush is the only one.
@@ -301,7 +299,11 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
   // If one of them fails on the device, OpenCL terminates r; the engine says so itself (Engine::finish).
   // One left out of the wait list reaches r through the one that waited on it, which is terminated
   // with it and cancels its own dependants, r among them (or, ended already, is in failed_preds).
-  RequestList failed_preds;  // cancel_because takes p.m itself
+  // The lists made here are rarely needed: made only then, a command no longer pays for four
+  // empty vectors (their destructors are calls, ~17 instructions each; callgrind, perf/RESULTS.md
+  // 2026-11-29).
+  std::optional<RequestList> failed_preds;  // cancel_because takes p.m itself
+  const RequestList& running = r->preds;    // the streaming step's until they become running_preds below
   for (std::size_t i = 0; i < running.size(); ++i) {
     if (i < 32 && (implied >> i & 1) != 0) continue;
     const RequestPtr& p = running[i];
@@ -309,32 +311,36 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, RequestList 
     if (const Status s = p->status.load(std::memory_order_relaxed); s == Status::pending)
       p->device_dependants.push_back(r);
     else if (s != Status::done)
-      failed_preds.push_back(p);
+      (failed_preds ? *failed_preds : failed_preds.emplace()).push_back(p);
   }
   if (r->kind == Kind::kernel && chains_launches())
     last_launch_[r->kernel().kernel.name()] = {cl::Event(ev, true), r->lane};
   bool register_now = false;
-  RequestList held, parked_waits;
+  std::optional<RequestList> held, parked_waits;
   {
     // One lock for all of it: whoever sees the event may complete r, and r's outcome is settled
     // only after its running predecessors' (Engine::settle_running_preds).
     std::lock_guard lock(r->m);
-    r->running_preds = std::move(running);
+    // Kept until now: their events had to live through the enqueue. running_preds is empty
+    // before: swapped, preds is left empty.
+    r->running_preds.swap(r->preds);
     r->event.store(ev);
     r->stage = DeviceStage::enqueued;
-    held.swap(r->held);
+    if (!r->held.empty()) held.emplace().swap(r->held);
     if (r->watch == Watch::requested) {
       r->watch = Watch::registered;
       register_now = true;
     }
     if (engine_.any_parked())
       for (const auto& w : r->waiters)
-        if (w->kind == Kind::wait) parked_waits.push_back(w);
+        if (w->kind == Kind::wait) (parked_waits ? *parked_waits : parked_waits.emplace()).push_back(w);
   }
-  for (const auto& w : parked_waits) engine_.wake_parked(*w);
-  for (const auto& h : held) engine_.release_held(h, &released);
+  if (parked_waits)
+    for (const auto& w : *parked_waits) engine_.wake_parked(*w);
+  if (held)
+    for (const auto& h : *held) engine_.release_held(h, &released);
   if (register_now) engine_.watch(r);  // flushes r's queue
-  if (!failed_preds.empty()) engine_.cancel_after(*r, failed_preds);
+  if (failed_preds) engine_.cancel_after(*r, *failed_preds);
   unobserved_[r->lane].push_back(r);
   settle_ended(r->lane);
 }

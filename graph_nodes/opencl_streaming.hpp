@@ -68,8 +68,8 @@ class StreamingStep {
 
   void chain_previous_launch(const Request& r, std::vector<cl_event>& wait_list);
   cl_int enqueue_on_driver(Request& r, const std::vector<cl_event>& wait_list, cl_event* ev, std::string& what);
-  void after_enqueue(const RequestPtr& r, cl_event ev, RequestList running, std::uint32_t implied,
-                     RequestList& released);
+  // r.preds (the predecessors still running) become its running_preds.
+  void after_enqueue(const RequestPtr& r, cl_event ev, std::uint32_t implied, RequestList& released);
   // Settles, oldest first, the lane's commands that ended well unobserved (now and then; a few at most).
   void settle_ended(unsigned lane);
 

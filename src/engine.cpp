@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -846,8 +847,11 @@ bool off_the_device(const Request& r) {
 }  // namespace
 
 void Engine::finish(Request& r, Status s, std::string error) {
-  RequestList waiters, held;
-  Request::DependantList dependants;
+  // Taken from r under r.m, used after it: each made only when r has some, as a command settled in
+  // a stream has none but a dependant (a list's destructor is a call; callgrind, perf/RESULTS.md
+  // 2026-11-29).
+  std::optional<RequestList> waiters, held;
+  std::optional<Request::DependantList> dependants;
   Request::Leftovers leftovers;  // destroyed last, without r.m (Request::take_leftovers)
   {
     std::lock_guard lock(r.m);
@@ -855,9 +859,9 @@ void Engine::finish(Request& r, Status s, std::string error) {
     // Seen ended before its callback came (if it has one): that callback will bring no news.
     if (r.callback.load(std::memory_order_relaxed) == Request::Callback::registered) judge_callback(r, false);
     r.error = std::move(error);
-    waiters.swap(r.waiters);
-    dependants.swap(r.device_dependants);
-    held.swap(r.held);
+    if (!r.waiters.empty()) waiters.emplace().swap(r.waiters);
+    if (!r.device_dependants.empty()) dependants.emplace().swap(r.device_dependants);
+    if (!r.held.empty()) held.emplace().swap(r.held);
     r.running_preds.clear();
     if (r.take_poller_hold()) poller_.release();
     // Listed before r can be seen ended: a wait dispatched from now on counts r as ended and takes
@@ -875,25 +879,29 @@ void Engine::finish(Request& r, Status s, std::string error) {
     r.status.store(s, std::memory_order_release);
   }
   if (r.kind != Kind::wait) in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  log_debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters.size());
-  for (const auto& w : waiters) release_consumer(w, s == Status::done ? nullptr : &r);
+  log_debug("finished #{} '{}': {}, releasing {} waiter(s)", r.id, r.name, to_string(s), waiters ? waiters->size() : 0);
+  if (waiters)
+    for (const auto& w : *waiters) release_consumer(w, s == Status::done ? nullptr : &r);
   if (s == Status::done) {
-    for (const auto& h : held) release_held(h, nullptr);
+    if (held)
+      for (const auto& h : *held) release_held(h, nullptr);
     return;
   }
   const std::string cause = dependency_cause(r, s);
   // Held-back requests that read what r wrote never reach the driver: the streaming node cancels
   // them once nothing they wait for is left (Engine::end_after_preds). The others are enqueued.
-  for (const auto& h : held) {
-    cancel_if_dependent(*h, r, s);
-    release_held(h, nullptr);
-  }
+  if (held)
+    for (const auto& h : *held) {
+      cancel_if_dependent(*h, r, s);
+      release_held(h, nullptr);
+    }
   // Enqueued commands that waited on a command that failed on the device: OpenCL terminates them,
   // whatever the hazard that put its event in their wait list.
-  for (const auto& d : dependants) {
-    cancel_because(*d, r, s);
-    finish(*d, Status::cancelled, "not run: " + cause);
-  }
+  if (dependants)
+    for (const auto& d : *dependants) {
+      cancel_because(*d, r, s);
+      finish(*d, Status::cancelled, "not run: " + cause);
+    }
 }
 
 void Engine::release_consumer(const RequestPtr& consumer, Request* failed_pred) {
