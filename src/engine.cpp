@@ -4,10 +4,10 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <optional>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
