@@ -1,41 +1,122 @@
-// The callback receiver: a device command a host-side consumer waits for has completed (its
-// clSetEventCallback fired and the gateway put it here, or a poll or a blocking wait saw it end).
-// Records the outcome, which releases the host tasks and waits that depended on it.
+// The receiver node's step (callback_receiver.hpp): a device command has ended — its
+// clSetEventCallback fired and the gateway put it here, or a poll, a waiting thread or the streaming
+// step saw it end. Records the outcome, which releases the host tasks and waits that depended on it.
+#include "callback_receiver.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <unordered_set>
 #include <vector>
 
 #include "engine.hpp"
+#include "log.hpp"
 
 namespace hetflow::detail {
 
-void Engine::on_device_complete(const RequestPtr& r) {
-  const cl_int status = command_status(*r);
+ReceiverStep::ReceiverStep(Engine& engine) : engine_(engine) { hub_->receiver = this; }
+
+void ReceiverStep::detach() {
+  std::lock_guard lock(hub_->m);
+  hub_->receiver = nullptr;
+}
+
+void ReceiverStep::watch(const RequestPtr& p) {
+  log_debug("watching #{} '{}'", p->id, p->name);
+  {
+    std::lock_guard lock(watched_mutex_);
+    watched_.push_back(p);
+  }
+  if (!callbacks_.worth_registering()) {  // the poller and the waiters notice its end
+    engine_.streaming_step_.flush_lane(p->lane);
+    return;
+  }
+  auto* token = new Token{hub_, p};
+  p->callback.store(Request::Callback::registered, std::memory_order_release);  // it may fire at once
+  const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
+  if (err != CL_SUCCESS) {
+    p->callback.store(Request::Callback::none, std::memory_order_release);
+    delete token;
+    engine_.finish(*p, Status::failed, std::string("clSetEventCallback failed: ") + cl_error_name(err));
+    return;
+  }
+  // The callback can only fire once the command is submitted to the device.
+  engine_.streaming_step_.flush_lane(p->lane);
+}
+
+void CL_CALLBACK ReceiverStep::on_event(cl_event, cl_int, void* data) {
+  // Runs on the OpenCL runtime's thread: hand the completion to the graph and return at once.
+  std::unique_ptr<Token> token(static_cast<Token*>(data));
+  std::lock_guard lock(token->hub->m);
+  if (token->hub->receiver) token->hub->receiver->deliver(token->request);
+}
+
+void ReceiverStep::deliver(const RequestPtr& r) {
+  // A dropped callback (HETFLOW_DEBUG_DROP_CALLBACKS) tells nothing: the command's end, seen some
+  // other way, counts it late (Engine::finish).
+  if (drop_callbacks_) return;
+  if (judge_callback(*r, true)) engine_.streaming_.gateway().try_put(r);  // else whoever saw it end reported it
+}
+
+bool ReceiverStep::judge_callback(Request& r, bool callback_first) {
+  auto registered = Request::Callback::registered;
+  if (!r.callback.compare_exchange_strong(registered, Request::Callback::judged, std::memory_order_acq_rel))
+    return false;  // no callback, or judged already: the end was seen first, or the callback came
+  if (callbacks_.arrived(callback_first))
+    log().debug("completion callbacks: {} of the first {} came after their command was seen ended: {}",
+                callbacks_.late(), CallbackWorth::kJudged,
+                callbacks_.worth_registering() ? "still registered" : "no longer registered");
+  return true;
+}
+
+bool ReceiverStep::poll_watched() {
+  RequestList ended;
+  {
+    std::lock_guard lock(watched_mutex_);
+    std::erase_if(watched_, [&](const RequestPtr& r) {
+      if (r->ended()) return true;
+      if (engine_.command_status(*r) > CL_COMPLETE) return false;
+      ended.push_back(r);
+      return true;
+    });
+  }
+  for (const auto& r : ended) on_device_complete(r);
+  return !ended.empty();
+}
+
+RequestList ReceiverStep::watched_on(unsigned lane) {
+  RequestList on_lane;
+  std::lock_guard lock(watched_mutex_);
+  for (const auto& r : watched_)
+    if (r->lane == lane && !r->ended()) on_lane.push_back(r);
+  return on_lane;
+}
+
+void ReceiverStep::on_device_complete(const RequestPtr& r) {
+  const cl_int status = engine_.command_status(*r);
   if (status > CL_COMPLETE) return;  // still queued or running (a wait that returned on an error)
   finish_device(*r, status);
 }
 
-bool Engine::settle_if_succeeded(const RequestPtr& r) {
-  if (!fault_kernel_.empty()) {
+bool ReceiverStep::settle_if_succeeded(const RequestPtr& r) {
+  if (!engine_.fault_kernel_.empty()) {
     // An injected fault is seen only by a query of its own command: what r waited on is settled
     // first, by its usual observers, so no fault is seen earlier than it would be.
     std::lock_guard lock(r->m);
     for (const auto& p : r->running_preds)
       if (!p->ended()) return false;
   }
-  if (command_status(*r) != CL_COMPLETE) return false;
+  if (engine_.command_status(*r) != CL_COMPLETE) return false;
   finish_device(*r, CL_COMPLETE);
   return true;
 }
 
-bool Engine::settle_as_ended_well(const RequestPtr& r) {
-  if (!fault_kernel_.empty()) return settle_if_succeeded(r);  // an injected fault must be seen per command
+bool ReceiverStep::settle_as_ended_well(const RequestPtr& r) {
+  if (!engine_.fault_kernel_.empty()) return settle_if_succeeded(r);  // an injected fault must be seen per command
   finish_device(*r, CL_COMPLETE);
   return true;
 }
 
-bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& failed) {
+bool ReceiverStep::settle_running_preds(Request& r, bool ended_well, RequestList& failed) {
   // Every predecessor r waited on has ended by now (the driver ran r after them), but the engine
   // may not have seen how. Their outcomes come first, oldest first, so one that failed cancels r
   // (through its device_dependants) before r could be reported done. Iterative: a long chain of
@@ -46,7 +127,7 @@ bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& fail
   // costs 1-1.5 us on NVIDIA: a chain of transfers alternating between the copy queues, which no
   // lane's in-order settling can retire alone, paid one per request (perf/RESULTS.md, 2026-11-26
   // 10:46Z). An injected fault is seen only by querying its own command, so there they are asked.
-  const bool query_each = !ended_well || !fault_kernel_.empty();
+  const bool query_each = !ended_well || !engine_.fault_kernel_.empty();
   RequestPtr first;  // the first one not seen ended, usually the only one: no list for it
   RequestList unsettled, stack;
   {
@@ -80,7 +161,7 @@ bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& fail
         }
     }
     if (alone) {
-      const cl_int s = query_each ? command_status(*first) : CL_COMPLETE;
+      const cl_int s = query_each ? engine_.command_status(*first) : CL_COMPLETE;
       if (s <= CL_COMPLETE) finish_outcome(*first, s);
       return true;
     }
@@ -140,13 +221,13 @@ bool Engine::settle_running_preds(Request& r, bool ended_well, RequestList& fail
   }
   std::reverse(unsettled.begin(), unsettled.end());  // oldest first
   for (const auto& p : unsettled) {
-    const cl_int s = query_each ? command_status(*p) : CL_COMPLETE;
+    const cl_int s = query_each ? engine_.command_status(*p) : CL_COMPLETE;
     if (s <= CL_COMPLETE) finish_outcome(*p, s);
   }
   return true;
 }
 
-void Engine::finish_device(Request& r, cl_int status) {
+void ReceiverStep::finish_device(Request& r, cl_int status) {
   // A predecessor that failed cancels r through its device_dependants, but its finish may still be
   // on its way there on another thread: r's outcome follows from theirs here too.
   RequestList failed;  // every one: the failures behind r are kept for its hazard (Engine::is_done)
@@ -163,27 +244,28 @@ void Engine::finish_device(Request& r, cl_int status) {
   finish_outcome(r, status);
 }
 
-void Engine::cancel_after(Request& r, const RequestList& failed_preds) {
+void ReceiverStep::cancel_after(Request& r, const RequestList& failed_preds) {
   for (const auto& p : failed_preds) cancel_because(r, *p, p->status.load(std::memory_order_acquire));
   const Request& first = *failed_preds.front();
-  finish(r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
+  engine_.finish(r, Status::cancelled, "not run: " + dependency_cause(first, first.status.load()));
 }
 
-void Engine::finish_outcome(Request& r, cl_int status) {
+void ReceiverStep::finish_outcome(Request& r, cl_int status) {
   if (status == CL_COMPLETE) {
-    finish(r, Status::done);
+    engine_.finish(r, Status::done);
     return;
   }
   // Runtimes end a command whose wait list (or, PoCL, whose in-order queue) held a failed command
   // with CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST or a bare -1, which is not CL_DEVICE_NOT_FOUND
   // here, whatever the error table says.
   const bool inherited = status == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST || status == -1;
-  if (!inherited) note_fault(r, status, "ended with");  // before anyone waiting on r can go on
-  finish(r, Status::failed,
-         std::string("the OpenCL command ended with ") +
-             (status == -1 ? std::string("status -1") : std::string(cl_error_name(status))) +
-             (inherited ? " (a command or host task it waited for, or one ahead of it on its in-order queue, failed)"
-                        : ""));
+  if (!inherited) engine_.note_fault(r, status, "ended with");  // before anyone waiting on r can go on
+  engine_.finish(
+      r, Status::failed,
+      std::string("the OpenCL command ended with ") +
+          (status == -1 ? std::string("status -1") : std::string(cl_error_name(status))) +
+          (inherited ? " (a command or host task it waited for, or one ahead of it on its in-order queue, failed)"
+                     : ""));
 }
 
 }  // namespace hetflow::detail

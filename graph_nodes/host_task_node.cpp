@@ -59,7 +59,7 @@ void Engine::run_host(const RequestPtr& r) {
   if (recording) r->end_ns = now_ns();
   const Status outcome = error.empty() ? Status::done : Status::failed;
   finish(*r, outcome, std::move(error));
-  poll_watched();  // a cheap status check while this worker is here anyway
+  receiver_step_.poll_watched();  // a cheap status check while this worker is here anyway
 }
 
 Outcome Engine::outcome_of_predecessors(Request& r) {

@@ -319,7 +319,7 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::uint32_
   std::optional<RequestList> held, parked_waits;
   {
     // One lock for all of it: whoever sees the event may complete r, and r's outcome is settled
-    // only after its running predecessors' (Engine::settle_running_preds).
+    // only after its running predecessors' (ReceiverStep::settle_running_preds).
     std::lock_guard lock(r->m);
     // Kept until now: their events had to live through the enqueue. running_preds is empty
     // before: swapped, preds is left empty.
@@ -339,8 +339,8 @@ void StreamingStep::after_enqueue(const RequestPtr& r, cl_event ev, std::uint32_
     for (const auto& w : *parked_waits) engine_.wake_parked(*w);
   if (held)
     for (const auto& h : *held) engine_.release_held(h, &released);
-  if (register_now) engine_.watch(r);  // flushes r's queue
-  if (failed_preds) engine_.cancel_after(*r, *failed_preds);
+  if (register_now) engine_.receiver_step_.watch(r);  // flushes r's queue
+  if (failed_preds) engine_.receiver_step_.cancel_after(*r, *failed_preds);
   unobserved_[r->lane].push_back(r);
   settle_ended(r->lane);
 }
@@ -362,8 +362,8 @@ void StreamingStep::settle_ended(unsigned lane) {
   auto settle_front = [&](std::size_t count, bool ended_well) {
     for (std::size_t i = 0; i < count && !fifo.empty(); ++i) {
       const RequestPtr& oldest = fifo.front();
-      if (!oldest->ended() &&
-          !(ended_well ? engine_.settle_as_ended_well(oldest) : engine_.settle_if_succeeded(oldest)))
+      if (!oldest->ended() && !(ended_well ? engine_.receiver_step_.settle_as_ended_well(oldest)
+                                           : engine_.receiver_step_.settle_if_succeeded(oldest)))
         return false;
       fifo.pop_front();
     }

@@ -9,7 +9,7 @@
 // (the driver's callback thread contends with the enqueues; tools/drivers/chunk_chain_probe.c), a
 // loop's device chunk 103-121 us against 79-81 without any (perf/RESULTS.md, 2026-11-27
 // 07:35–08:17Z). So the engine judges each registered callback once, by whichever comes first, the
-// callback or the engine seeing its command end some other way (Engine::judge_callback); over the
+// callback or the engine seeing its command end some other way (ReceiverStep::judge_callback); over the
 // first kJudged, from a quarter late on, it registers no more. Decided once per engine, from what
 // happened, not from the driver's name.
 #include <atomic>

@@ -57,13 +57,7 @@ void Engine::fail_lane(unsigned lane, cl_int err) {
   // when someone does (watch() flushes again).
   const std::string why = "clFlush of queue " + std::to_string(lane) + " failed: " + cl_error_name(err);
   mark_lost(why);
-  RequestList stranded;
-  {
-    std::lock_guard lock(watched_mutex_);
-    for (const auto& r : watched_)
-      if (r->lane == lane && !r->ended()) stranded.push_back(r);
-  }
-  for (const auto& r : stranded) finish(*r, Status::failed, why);
+  for (const auto& r : receiver_step_.watched_on(lane)) finish(*r, Status::failed, why);
 }
 
 void Engine::throw_if_lost(std::vector<FailedRequest>&& failures) const {

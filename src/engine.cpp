@@ -129,7 +129,7 @@ Engine::Engine(const ControllerOptions& options)
               return tbb::flow::continue_msg{};
             }),
       receiver_(graph_, tbb::flow::unlimited, [this](const RequestPtr& r) {
-        on_device_complete(r);
+        receiver_step_.on_device_complete(r);
         return tbb::flow::continue_msg{};
       }) {
   if (choice.device.platform_name == "Oclgrind") serialize_driver_calls();  // src/driver_lock.hpp
@@ -154,7 +154,7 @@ Engine::Engine(const ControllerOptions& options)
   service_queue_ = cl_call("clCreateCommandQueue", [&] { return cl::CommandQueue(context, choice.device.device, 0); });
   if (profiling) calibrate_clock();
   // Fault injection for tests: behave as a runtime whose completion callbacks never arrive.
-  drop_callbacks_ = env_switch("HETFLOW_DEBUG_DROP_CALLBACKS");
+  if (env_switch("HETFLOW_DEBUG_DROP_CALLBACKS")) receiver_step_.drop_callbacks();
   fault_kernel_ = env_text("HETFLOW_DEBUG_FAULT_KERNEL").value_or("");
   steps_on_submitting_thread_ = !env_switch("HETFLOW_DEBUG_STEPS_ON_WORKERS");
   fail_flush_ = env_switch("HETFLOW_DEBUG_FAIL_FLUSH");
@@ -163,7 +163,6 @@ Engine::Engine(const ControllerOptions& options)
     poller_.set_intervals(std::chrono::microseconds(poll->first), std::chrono::microseconds(poll->second));
   if (policy == Policy::async) decide_idle_flush();
   max_in_flight_ = options.max_in_flight;
-  hub_->engine = this;
   {
     std::lock_guard lock(live_engines_mutex);
     live_engines()[serial] = context();
@@ -193,10 +192,7 @@ Engine::~Engine() {
   } catch (const std::exception& e) {
     log().error("controller ended with failed requests no wait reported: {}", e.what());
   }
-  {
-    std::lock_guard lock(hub_->m);
-    hub_->engine = nullptr;
-  }
+  receiver_step_.detach();
   graph_.wait_for_all();
   std::lock_guard lock(live_engines_mutex);
   live_engines().erase(serial);
@@ -560,7 +556,7 @@ void Engine::wait_request(RequestPtr w) {
     // One helper at a time: graph::wait_for_all() writes the graph's own flags on return, so two
     // threads in it at once race (ThreadSanitizer); the others sleep below while one helps.
     help_run_graph();
-    poll_watched();
+    receiver_step_.poll_watched();
     lock.lock();
     if (raw.released) break;
     if (blocking_candidate(raw)) continue;  // enqueued meanwhile: block on it above
@@ -576,7 +572,7 @@ cl_int Engine::block_on_enqueued(const RequestPtr& p) {
     auto driver = driver_lock();
     err = clWaitForEvents(1, &ev);
   }
-  on_device_complete(p);  // reads the command's own status, failures included
+  receiver_step_.on_device_complete(p);  // reads the command's own status, failures included
   return err;
 }
 
@@ -585,7 +581,7 @@ bool Engine::look_at(const RequestPtr& p) {
   // Still queued, submitted or running; a failing query (negative) is the driver reporting a fault: ended.
   const cl_int status = command_status(*p);
   if (status > CL_COMPLETE) return false;
-  finish_device(*p, status);  // the status just read: failures included
+  receiver_step_.finish_device(*p, status);  // the status just read: failures included
   return true;
 }
 
@@ -857,7 +853,8 @@ void Engine::finish(Request& r, Status s, std::string error) {
     std::lock_guard lock(r.m);
     if (r.status.load(std::memory_order_relaxed) != Status::pending) return;
     // Seen ended before its callback came (if it has one): that callback will bring no news.
-    if (r.callback.load(std::memory_order_relaxed) == Request::Callback::registered) judge_callback(r, false);
+    if (r.callback.load(std::memory_order_relaxed) == Request::Callback::registered)
+      receiver_step_.judge_callback(r, false);
     r.error = std::move(error);
     if (!r.waiters.empty()) waiters.emplace().swap(r.waiters);
     if (!r.device_dependants.empty()) dependants.emplace().swap(r.device_dependants);
@@ -1009,7 +1006,7 @@ void Engine::arm_host_side(const RequestPtr& r) {
       if (ended != Status::done) cancel_if_dependent(*r, *p, ended);
       continue;
     }
-    if (register_now) watch(p);
+    if (register_now) receiver_step_.watch(p);
     if (flush_only) streaming_step_.flush_lane(p->lane);
   }
   r->preds.clear();
@@ -1020,83 +1017,6 @@ void Engine::arm_host_side(const RequestPtr& r) {
     poller_.hold();
   }
   if (r->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(r);
-}
-
-namespace {
-struct WatchToken {
-  std::shared_ptr<void> hub;
-  RequestPtr request;
-};
-}  // namespace
-
-void Engine::deliver_completion(const RequestPtr& r) {
-  // A dropped callback (HETFLOW_DEBUG_DROP_CALLBACKS) tells nothing: the command's end, seen some
-  // other way, counts it late (Engine::finish).
-  if (drop_callbacks_) return;
-  if (judge_callback(*r, true)) streaming_.gateway().try_put(r);  // else whoever saw it end reported it
-}
-
-bool Engine::judge_callback(Request& r, bool callback_first) {
-  auto registered = Request::Callback::registered;
-  if (!r.callback.compare_exchange_strong(registered, Request::Callback::judged, std::memory_order_acq_rel))
-    return false;  // no callback, or judged already: the end was seen first, or the callback came
-  if (callbacks_.arrived(callback_first))
-    log().debug("completion callbacks: {} of the first {} came after their command was seen ended: {}",
-                callbacks_.late(), CallbackWorth::kJudged,
-                callbacks_.worth_registering() ? "still registered" : "no longer registered");
-  return true;
-}
-
-namespace {
-void CL_CALLBACK on_event(cl_event, cl_int, void* data) {
-  // Runs on the OpenCL runtime's thread: hand the completion to the graph and return at once.
-  std::unique_ptr<WatchToken> token(static_cast<WatchToken*>(data));
-  Engine::deliver_from_callback(token->hub, token->request);
-}
-}  // namespace
-
-void Engine::deliver_from_callback(const std::shared_ptr<void>& hub_ptr, const RequestPtr& r) {
-  auto* hub = static_cast<CallbackHub*>(hub_ptr.get());
-  std::lock_guard lock(hub->m);
-  if (hub->engine) hub->engine->deliver_completion(r);
-}
-
-bool Engine::poll_watched() {
-  RequestList ended;
-  {
-    std::lock_guard lock(watched_mutex_);
-    std::erase_if(watched_, [&](const RequestPtr& r) {
-      if (r->ended()) return true;
-      if (command_status(*r) > CL_COMPLETE) return false;
-      ended.push_back(r);
-      return true;
-    });
-  }
-  for (const auto& r : ended) on_device_complete(r);
-  return !ended.empty();
-}
-
-void Engine::watch(const RequestPtr& p) {
-  log_debug("watching #{} '{}'", p->id, p->name);
-  {
-    std::lock_guard lock(watched_mutex_);
-    watched_.push_back(p);
-  }
-  if (!callbacks_.worth_registering()) {  // the poller and the waiters notice its end
-    streaming_step_.flush_lane(p->lane);
-    return;
-  }
-  auto* token = new WatchToken{hub_, p};
-  p->callback.store(Request::Callback::registered, std::memory_order_release);  // it may fire at once
-  const cl_int err = clSetEventCallback(p->event.load(), CL_COMPLETE, &on_event, token);
-  if (err != CL_SUCCESS) {
-    p->callback.store(Request::Callback::none, std::memory_order_release);
-    delete token;
-    finish(*p, Status::failed, std::string("clSetEventCallback failed: ") + cl_error_name(err));
-    return;
-  }
-  // The callback can only fire once the command is submitted to the device.
-  streaming_step_.flush_lane(p->lane);
 }
 
 void Engine::flush(unsigned lane) {

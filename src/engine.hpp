@@ -17,7 +17,7 @@
 #include <thread>
 #include <tuple>
 
-#include "callback_worth.hpp"
+#include "callback_receiver.hpp"
 #include "completion_poller.hpp"
 #include "controller_life.hpp"
 #include "dispatcher.hpp"
@@ -154,22 +154,8 @@ class Engine {
   std::size_t tracked_accesses() const;  // for tests: what the tracker holds
 
   // Graph-side steps, one file each under graph_nodes/ (the dispatcher's: DispatchStep).
-  void on_device_complete(const RequestPtr& r);  // callback_receiver.cpp
-  // Settles r, and what it waited on, as done if its command completed without error; false
-  // otherwise (still running or failed): then r is left to its usual observers.
-  bool settle_if_succeeded(const RequestPtr& r);  // callback_receiver.cpp
-  // The same without asking the driver, for a command ahead of one that ended well on an in-order
-  // queue (StreamingStep::settle_ended): a runtime ends what follows a failed command on such a queue
-  // with an error (PoCL) or loses the context (NVIDIA), so this one ended well too.
-  bool settle_as_ended_well(const RequestPtr& r);
-  void finish_device(Request& r, cl_int status);  // an ended command's outcome, from its status
-  // First the outcomes of what r waited on: asked of the driver, or all done if r ended well.
-  // Returns whether some had not ended; if all had, `failed` gets those that failed or were cancelled.
-  bool settle_running_preds(Request& r, bool ended_well, RequestList& failed);
-  void finish_outcome(Request& r, cl_int status);  // r's own, once they are settled
-  // An enqueued command r whose predecessors `failed_preds` (not empty) failed or were cancelled:
-  // cancelled, keeping every failure behind them (cancel_because).
-  void cancel_after(Request& r, const RequestList& failed_preds);
+  // Where a device command's end becomes its request's outcome (graph_nodes/callback_receiver.hpp).
+  ReceiverStep& receiver_step() { return receiver_step_; }
   // device_faults.cpp: a command's status, a driver's fault report included (CL_QUEUED ...
   // CL_COMPLETE, or negative); a fault's check of the context; the lost state.
   cl_int command_status(const Request& r);
@@ -185,8 +171,7 @@ class Engine {
   void fail_internally(const RequestPtr& r, const char* where, const std::exception& e);
   // The host task of this engine the calling thread is running, if any (host_task_node.cpp).
   const Request* host_task_on_this_thread() const;
-  static bool running_any_host_task();           // a host task or hook of any engine, on this thread
-  void watch(const RequestPtr& device_request);  // register the completion callback once
+  static bool running_any_host_task();  // a host task or hook of any engine, on this thread
   // A device command was enqueued: the waits parked on it (park) return to block on it instead.
   bool any_parked() const { return parked_.load() > 0; }
   // HETFLOW_DEBUG_UNCHECKED_LOCAL_SIZE: a local size other than a kernel's reqd_work_group_size is
@@ -197,10 +182,6 @@ class Engine {
   void wake_parked(Request& wait);
   void flush(unsigned lane);                  // clFlush, under driver_lock(); fail_lane if it fails
   void fail_lane(unsigned lane, cl_int err);  // a failed flush: the controller is lost
-  // Checks the watched device commands' status and completes those that ended. Non-blocking: run
-  // by waiting threads and after each host task, because some runtimes (NVIDIA's) deliver
-  // completion callbacks milliseconds late.
-  bool poll_watched();  // whether a command was seen to end
   // The calling thread runs the graph's tasks until it is idle, unless another thread already does
   // (one at a time: graph::wait_for_all() writes the graph's own flags on return).
   void help_run_graph();
@@ -217,11 +198,6 @@ class Engine {
   // Threads that may run this engine's graph tasks: its arena's, within TBB's global limit, taken
   // when the engine was made (the arena its graph runs in).
   unsigned graph_threads() const { return graph_threads_; }
-  void deliver_completion(const RequestPtr& r);  // from a callback: to the receiver through the gateway
-  // r's callback came (callback_first) or r was seen ended another way: counted once, for
-  // CallbackWorth. Returns whether this call did the counting.
-  bool judge_callback(Request& r, bool callback_first);
-  static void deliver_from_callback(const std::shared_ptr<void>& hub, const RequestPtr& r);
 
   // Failures not yet thrown by a wait.
   struct Failure {
@@ -315,8 +291,10 @@ class Engine {
   friend class StreamingStep;
   StreamingStep streaming_step_;
 
-  std::mutex watched_mutex_;
-  RequestList watched_;  // device requests with a host-side consumer, not yet seen complete
+  // The receiver's step and what it owns: the watched commands, the callbacks' hub and whether
+  // callbacks are worth registering (graph_nodes/callback_receiver.hpp).
+  friend class ReceiverStep;
+  ReceiverStep receiver_step_{*this};
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;
@@ -326,16 +304,7 @@ class Engine {
   FlowTopology flow_topology_{recording};
   std::shared_ptr<ControllerLife> life_ = std::make_shared<ControllerLife>();
 
-  // Completion callbacks reach the engine through this, so one that fires after the engine is gone
-  // (or never fires: see Request::device_dependants) is harmless.
-  struct CallbackHub {
-    std::mutex m;
-    Engine* engine = nullptr;
-  };
-  std::shared_ptr<CallbackHub> hub_ = std::make_shared<CallbackHub>();
-  bool drop_callbacks_ = false;  // HETFLOW_DEBUG_DROP_CALLBACKS
-  CallbackWorth callbacks_;      // whether watch() still registers callbacks (src/callback_worth.hpp)
-  std::string fault_kernel_;     // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
+  std::string fault_kernel_;  // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
   bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)
   bool unchecked_local_size_ = false;
@@ -371,7 +340,7 @@ class Engine {
   std::vector<Wire> wiring_;  // the graph's edges as the constructor made them (topology_dot)
 
   // Last: it calls poll_watched() from its thread, so it stops before anything else goes.
-  CompletionPoller poller_{[this] { return poll_watched(); }};
+  CompletionPoller poller_{[this] { return receiver_step_.poll_watched(); }};
 };
 
 // The engine behind a controller, for the library's own code and the tests; users have no way to

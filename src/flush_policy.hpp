@@ -4,7 +4,7 @@
 // 3 us after an empty kernel), so one flush per command was most of what hetflow added per request
 // there. A queue is flushed when something needs its commands submitted:
 //   - a command on another queue is about to wait on one of them (OpenCL requires the flush);
-//   - a host-side consumer waits on one (Engine::watch, or a wait blocking on the event itself);
+//   - a host-side consumer waits on one (ReceiverStep::watch, or a wait blocking on the event itself);
 //   - the streaming node has nothing more to enqueue for now (idle()), where the device runs no
 //     command until it is flushed (src/unflushed_probe.hpp: NVIDIA and PoCL run them anyway);
 //   - it holds `max_commands` unflushed commands, or its oldest has waited `max_age_ns`, so a

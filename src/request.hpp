@@ -231,7 +231,7 @@ struct Request : std::enable_shared_from_this<Request> {
   using DependantList = FewFirstList<RequestPtr, 1, RequestAllocator<RequestPtr>>;
   DependantList device_dependants;
   // The other side: the predecessors in r's own wait list that had not ended at its enqueue (under
-  // m). r's outcome is settled only after theirs (Engine::finish_device): a command that ran after
+  // m). r's outcome is settled only after theirs (ReceiverStep::finish_device): a command that ran after
   // one that faulted may itself report success over garbage.
   RequestList running_preds;
 

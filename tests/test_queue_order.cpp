@@ -109,7 +109,7 @@ TEST_CASE("a wait list leaves out a predecessor that another predecessor waited 
 }
 
 // A command that ended well settles everything it waited on that the engine had not seen end
-// (Engine::settle_running_preds): a chain of launches PoCL had not run yet when a wait came walks
+// (ReceiverStep::settle_running_preds): a chain of launches PoCL had not run yet when a wait came walks
 // back through thousands. Each must be settled, and the walk must not expand a request twice: with
 // two predecessors each (i-1 and i-2, as transfers alternating between the copy queues have), a
 // walk that did would take 2^n steps and never end. One predecessor lies further back than the
@@ -134,7 +134,7 @@ TEST_CASE("a command that ended well settles every predecessor it waited on, how
   RequestPtr r = transfer(far_back + chain + 1);
   r->running_preds = {made[chain], made[chain - 1]};
   RequestList failed;
-  CHECK(engine.settle_running_preds(*r, true, failed));
+  CHECK(engine.receiver_step().settle_running_preds(*r, true, failed));
   CHECK(failed.empty());
   std::size_t done = 0;
   for (const auto& m : made) done += m->status.load() == Status::done;
