@@ -42,7 +42,21 @@ const char* kind_mismatch(const ClType& w, const ClType& g, const char* given, b
   // cl_platform.h's 3-vectors are its 4-vectors (cl_float3 is cl_float4): a float3 takes either.
   const bool same_lanes = w.lanes == g.lanes || (w.lanes == 3 && g.lanes == 4);
   if (w.kind == g.kind && same_lanes && (!signedness || w.is_unsigned == g.is_unsigned)) return nullptr;
+  // cl_half is cl_ushort in C++ (cl_platform.h): a half's bits come as ushort, read with vload_half.
+  if (w.kind == 'f' && w.bytes == 2 && g.kind == 'i' && g.bytes == 2 && g.is_unsigned && same_lanes) return nullptr;
   return given;
+}
+
+// The size a kernel's argument type has, a pointer's elements' for a buffer: a built-in's from its
+// name; any other's (a typedef, a struct, size_t) asked of the device once (src/type_size_probe.hpp).
+// 0: not known (void, or the device could not say), so not checked.
+std::size_t argument_size(detail::Engine& engine, const Kernel& kernel, std::size_t i) {
+  const KernelArgInfo& info = kernel.arg(i);
+  if (const std::size_t bytes = byte_size(info.type)) return bytes;
+  std::string_view type = info.type_name;
+  if (info.is_buffer() && !type.empty() && type.back() == '*') type.remove_suffix(1);
+  if (type.empty() || type == "void" || type.find('*') != std::string_view::npos) return 0;
+  return engine.type_size(kernel, i, std::string(type));
 }
 
 // Error texts are built only when an error is thrown: naming the request costs an allocation, and
@@ -244,8 +258,7 @@ void check_required_local(const detail::Engine& engine, const Kernel& kernel, co
 // A tile passed for argument i, a __global or __constant pointer: elements of another size or kind
 // than the kernel reads would be garbage, not an error, once the kernel runs.
 template <class What>
-void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::size_t i, const Access& a,
-                    const What& what) {
+void check_tile_arg(detail::Engine& engine, const Kernel& kernel, std::size_t i, const Access& a, const What& what) {
   if (!kernel.arg(i).is_buffer())
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is not a __global buffer, got tile '" + a.tile->name +
                      "'");
@@ -256,11 +269,11 @@ void check_tile_arg(const detail::Engine& engine, const Kernel& kernel, std::siz
                      to_string(a.role) + "(" + a.tile->name + "): the kernel cannot write it, pass in(" + a.tile->name +
                      ")");
   const ClType& wanted = kernel.arg(i).type;
-  const std::size_t expected = byte_size(wanted);
+  const std::size_t expected = argument_size(engine, kernel, i);
   if (expected && expected != a.tile->elem_size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " points to " + std::to_string(expected) +
-                     "-byte elements, tile '" + a.tile->name + "' holds " + std::to_string(a.tile->elem_size) +
-                     "-byte elements");
+                     "-byte elements" + (byte_size(wanted) ? "" : " (the device's sizeof of its type)") + ", tile '" +
+                     a.tile->name + "' holds " + std::to_string(a.tile->elem_size) + "-byte elements");
   if (const char* held = kind_mismatch(wanted, a.tile->elem_parsed, a.tile->elem_type, true)) {
     std::string_view base = kernel.arg(i).type_name;
     if (!base.empty() && base.back() == '*') base.remove_suffix(1);
@@ -283,19 +296,22 @@ std::string conversion_hint(std::string_view cl_name) {
 }
 
 template <class What>
-void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarArg& s, const What& what) {
+void check_scalar_arg(detail::Engine& engine, const Kernel& kernel, std::size_t i, const detail::ScalarArg& s,
+                      const What& what) {
   const KernelArgInfo& info = kernel.arg(i);
   if (info.is_buffer() || info.is_local())
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is a " + (info.is_local() ? "__local" : "__global") +
                      " pointer, got a scalar (pass tiles as in(t), out(t) or io(t), local memory as local_mem<T>(n))");
   const ClType& wanted = info.type;
-  const std::size_t expected = byte_size(wanted);
+  const std::size_t expected = argument_size(engine, kernel, i);
   if (expected && expected != s.size)
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + " (" +
                      std::to_string(expected) + " bytes), got " +
                      (s.type ? std::string(s.type) + " (" + std::to_string(s.size) + " bytes)"
                              : "a " + std::to_string(s.size) + "-byte value") +
-                     " (convert it: " + conversion_hint(info.type_name) + ")");
+                     (byte_size(wanted) ? " (convert it: " + conversion_hint(info.type_name) + ")"
+                                        : std::string(" (the device's sizeof of its type; give a C++ value of that "
+                                                      "size and layout)")));
   if (const char* given = kind_mismatch(wanted, s.parsed, s.type))
     throw UsageError(text(what) + ": " + arg_label(kernel, i) + " takes " + info.type_name + ", got " +
                      std::string(given) + " (convert it: " + conversion_hint(info.type_name) + ")");
@@ -303,15 +319,15 @@ void check_scalar_arg(const Kernel& kernel, std::size_t i, const detail::ScalarA
 
 // Checks every argument against its parameter, in order; returns the tiles among them, the launch's accesses.
 template <class What>
-detail::AccessList check_args(const detail::Engine& engine, const Kernel& kernel,
-                              const std::vector<detail::KernelArg>& args, const What& what) {
+detail::AccessList check_args(detail::Engine& engine, const Kernel& kernel, const std::vector<detail::KernelArg>& args,
+                              const What& what) {
   detail::AccessList accesses;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (const auto* a = std::get_if<Access>(&args[i])) {
       check_tile_arg(engine, kernel, i, *a, what);
       accesses.push_back(*a);
     } else if (const auto* s = std::get_if<detail::ScalarArg>(&args[i])) {
-      check_scalar_arg(kernel, i, *s, what);
+      check_scalar_arg(engine, kernel, i, *s, what);
     } else if (!kernel.arg(i).is_local()) {
       throw UsageError(text(what) + ": " + arg_label(kernel, i) + " is not a __local pointer, got local_mem");
     }

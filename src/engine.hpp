@@ -24,6 +24,7 @@
 #include "flow_topology.hpp"
 #include "opencl_streaming.hpp"
 #include "request.hpp"
+#include "type_size_probe.hpp"
 
 namespace hetflow::detail {
 
@@ -49,6 +50,11 @@ class Engine {
   cl::Context context;
   std::vector<cl::CommandQueue> queues;  // async: H2D, D2H, kernel queues...; sync: one
   ProgramCache programs;
+  // sizeof(type) on the device for argument `arg` of `kernel`, whose type is no OpenCL C built-in
+  // (src/type_size_probe.hpp): asked of the device once per argument; 0 where it cannot be told.
+  std::size_t type_size(const Kernel& kernel, std::size_t arg, const std::string& type) {
+    return type_sizes_.size_of(kernel, arg, type, programs, context, choice.device.device);
+  }
 
   // Lanes (queue indices).
   unsigned h2d_lane() const { return 0; }
@@ -304,6 +310,7 @@ class Engine {
   FlowTopology flow_topology_{recording};
   std::shared_ptr<ControllerLife> life_ = std::make_shared<ControllerLife>();
 
+  TypeSizeProbe type_sizes_;
   std::string fault_kernel_;  // HETFLOW_DEBUG_FAULT_KERNEL: its launches end as if they faulted
   std::atomic<bool> injected_fault_{false};
   bool fail_flush_ = false;  // HETFLOW_DEBUG_FAIL_FLUSH: clFlush reports an error (after flushing)

@@ -167,6 +167,82 @@ TEST_CASE("kernel argument misuse is a UsageError naming the kernel and the argu
   }
 }
 
+TEST_CASE(
+    "an argument of a typedef, struct or size_t type is checked against the device's sizeof; half takes cl_half") {
+  Controller c;
+  // The scientific idiom: the precision chosen in the kernel's source, under an #ifdef. A float
+  // tile given to "real*" as double wrote twice the tile's bytes (a user's trial, 2026-11-29).
+  const std::string reals = R"(
+    #ifdef USE_DOUBLE
+    typedef double real;
+    #else
+    typedef float real;
+    #endif
+    kernel void fill_real(global real* out, real k) { out[get_global_id(0)] = k * (real)get_global_id(0); })";
+  auto in_double = c.kernel_from_source(reals, "fill_real", "-DUSE_DOUBLE");
+  auto in_float = c.kernel_from_source(reals, "fill_real");
+  auto floats = c.tile<float>(64, "floats");
+  auto doubles = c.tile<double>(64, "doubles");
+  check_usage_error([&] { c.launch(in_double, Range(64), out(floats), 2.0); },
+                    {"argument 0", "'real* out'", "points to 8-byte elements", "the device's sizeof", "tile 'floats'",
+                     "4-byte elements"});
+  check_usage_error([&] { c.launch(in_double, Range(64), out(doubles), 2.0f); },
+                    {"argument 1", "takes real (8 bytes)", "got float (4 bytes)", "the device's sizeof"});
+  check_usage_error([&] { c.launch(in_float, Range(64), out(doubles), 2.0f); }, {"points to 4-byte elements"});
+  c.launch(in_double, Range(64), out(doubles), 2.0);
+  c.launch(in_float, Range(64), out(floats), 2.0f);
+  c.move_from(doubles);
+  c.move_from(floats);
+  c.wait_all();
+  for (int i = 0; i < 64; ++i) {
+    CHECK(doubles[i] == 2.0 * i);
+    CHECK(floats[i] == 2.0f * float(i));
+  }
+
+  // A struct: the host's layout must have the device's size, whatever the tile's element type.
+  struct HostParticle {
+    float x, y;
+    std::int32_t id, pad;
+  };
+  auto move = c.kernel_from_source(R"(
+    typedef struct { float x, y; int id, pad; } Particle;
+    kernel void move(global Particle* p) { p[get_global_id(0)].x += 1.0f; p[get_global_id(0)].id = 7; })",
+                                   "move");
+  auto as_floats = c.tile<float>(64, "as_floats");
+  check_usage_error([&] { c.launch(move, Range(16), io(as_floats)); },
+                    {"'Particle* p'", "points to 16-byte elements", "tile 'as_floats' holds 4-byte elements"});
+  auto particles = c.tile<HostParticle>(16, "particles");
+  for (int i = 0; i < 16; ++i) particles[i] = HostParticle{float(i), 0.0f, -1, 0};
+  c.move_to(particles);
+  c.launch(move, Range(16), io(particles));
+  c.move_from(particles);
+  c.wait_all();
+  for (int i = 0; i < 16; ++i) {
+    CHECK(particles[i].x == float(i) + 1.0f);
+    CHECK(particles[i].id == 7);
+  }
+
+  // size_t is the device's: never 2 bytes.
+  auto ids =
+      c.kernel_from_source("kernel void ids(global size_t* x) { x[get_global_id(0)] = get_global_id(0); }", "ids");
+  auto shorts = c.tile<std::uint16_t>(64, "shorts");
+  check_usage_error([&] { c.launch(ids, Range(64), out(shorts)); }, {"'size_t* x'", "holds 2-byte elements"});
+
+  // cl_half is cl_ushort in C++: the storage type of half, which vstore_half writes without cl_khr_fp16.
+  auto halves =
+      c.kernel_from_source("kernel void halves(global half* x) { vstore_half(2.0f, get_global_id(0), x); }", "halves");
+  auto h = c.tile<cl_half>(64, "h");
+  c.launch(halves, Range(64), out(h));
+  c.move_from(h);
+  c.wait_all();
+  CHECK(h[5] == 0x4000);  // 2.0 in IEEE half
+  check_usage_error([&] { c.launch(halves, Range(64), out(floats)); }, {"points to 2-byte elements"});
+  auto signed_shorts = c.tile<std::int16_t>(64, "signed_shorts");
+  check_usage_error([&] { c.launch(halves, Range(64), out(signed_shorts)); },
+                    {"points to half elements", "holds short"});
+  check_still_works(c);
+}
+
 TEST_CASE("regions out of bounds, device-only transfers, foreign tiles and use after free") {
   for (Policy p : policies) {
     CAPTURE(test::policy_name(p));

@@ -133,8 +133,10 @@ class Controller {
   // it yourself (Range::offset(), or a scalar). One tile may appear in several arguments (in(a)
   // and out(a), disjoint or not). Checked here (UsageError): the arguments against the kernel's
   // parameters (a tile's element type against the pointer's: size, kind and signedness; a scalar's
-  // size and kind), the range (a local size or offset beyond its dimensions), local memory and
-  // work-group sizes against the device's limits, and, for a kernel that declares
+  // size and kind; for a type that is no OpenCL C built-in — a typedef, a struct, size_t — the size
+  // the device gives it, asked once per argument by building the kernel's source with a probe that
+  // reads sizeof; half* takes cl_half tiles, which are cl_ushort in C++), the range (a local size or offset beyond its
+  // dimensions), local memory and work-group sizes against the device's limits, and, for a kernel that declares
   // reqd_work_group_size, a local size missing or other than that one. What the driver refuses
   // still fails the request, reported by a later wait (RequestFailed naming the OpenCL error).
   template <class... Args>
