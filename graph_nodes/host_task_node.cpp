@@ -1,7 +1,8 @@
 // Host-task function node: runs a host task (or a tile's release) on a TBB worker once everything
 // it depends on is done, or on a thread that waits for it (Engine::run_host_once). An exception fails the request
 // and cancels its dependants.
-#include <tbb/task_arena.h>
+#include <atomic>
+#include <string>
 
 #include "engine.hpp"
 
@@ -11,6 +12,17 @@ namespace {
 // same controller would wait for the graph that runs it.
 thread_local const Request* running_task = nullptr;
 thread_local const Engine* running_engine = nullptr;
+
+// The lane a host task is recorded on: the number of the thread that ran it, among the threads that
+// ran one in this process, TBB's workers and the program's waiting threads alike. One lane per
+// thread, so no two tasks on a lane overlap: TBB's slot index in the arena named the program's
+// waiting threads that ran tasks (several at once) after a worker's slot, and their tasks overlapped
+// on one lane of the timeline (a user's trial, 2026-11-29).
+int host_thread_number() {
+  static std::atomic<int> next{0};
+  thread_local const int number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
 }  // namespace
 
 const Request* Engine::host_task_on_this_thread() const { return running_engine == this ? running_task : nullptr; }
@@ -27,9 +39,7 @@ void Engine::run_host(const RequestPtr& r) {
   if (recording) {
     r->start_ns = now_ns();
     std::lock_guard lock(r->m);
-    // A TBB thread's slot, or a waiting thread of the program's that ran it (Engine::sleep_until_woken).
-    const int slot = tbb::this_task_arena::current_thread_index();
-    r->worker = slot >= 0 ? "host" + std::to_string(slot) : std::string("host (waiting thread)");
+    r->worker = "host" + std::to_string(host_thread_number());
   }
   std::string error;
   const Request* outer_task = running_task;

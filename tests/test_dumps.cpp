@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <chrono>
 #include <csignal>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include <hetflow/dump.hpp>
+#include <tbb/global_control.h>
 #include <hetflow/trace.hpp>
 #include <nlohmann/json.hpp>
 
@@ -414,6 +417,56 @@ TEST_CASE("summarize_trace: busy, overlap, gaps and critical path of a hand-made
 }
 
 // ---- dumps of real runs ------------------------------------------------------------------------
+
+TEST_CASE("host tasks the program's waiting threads run have lanes of their own: no two tasks of a lane overlap") {
+  // One TBB worker, kept in a long task until the others have run: the three program threads
+  // waiting for their tiles run their own tasks, several at once. Numbered by TBB slot, they were
+  // recorded on the worker's lane (host0), overlapping there (a user's trial, 2026-11-29).
+  tbb::global_control one_worker(tbb::global_control::max_allowed_parallelism, 2);
+  hetflow::ControllerOptions options;
+  options.record = true;
+  Controller c(options);
+  constexpr int threads = 3, rounds = 3;
+  std::atomic<int> short_done{0};
+  auto busy = c.tile<int>(1, "busy");
+  c.host_task(
+      "long",
+      [&] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (short_done.load() < threads * rounds && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      out(busy));
+  std::vector<Tile<int>> tiles;
+  for (int t = 0; t < threads; ++t) tiles.push_back(c.tile<int>(16, "t" + std::to_string(t)));
+  std::vector<std::thread> program_threads;
+  for (int t = 0; t < threads; ++t)
+    program_threads.emplace_back([&, t] {
+      for (int r = 0; r < rounds; ++r) {
+        c.host_task(
+            "short",
+            [&] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+              ++short_done;
+            },
+            io(tiles[t]));
+        c.wait(tiles[t]);
+      }
+    });
+  for (auto& th : program_threads) th.join();
+  CHECK(short_done.load() == threads * rounds);  // before the worker was free: the waiting threads ran them
+  c.wait_all();
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_lane;
+  for (const auto& r : c.records())
+    if (r.kind == "host") by_lane[r.lane].push_back({r.start_ns, r.end_ns});
+  CHECK(by_lane.size() >= 2);
+  for (auto& [lane, spans] : by_lane) {
+    CAPTURE(lane);
+    CHECK(lane.rfind("host", 0) == 0);
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i].first >= spans[i - 1].second);
+  }
+}
 
 TEST_CASE("T-03 dump: H2D a → kernel → D2H b, RAW on the device images") {
   // The engine records an edge only to a request still outstanding when the later one is
