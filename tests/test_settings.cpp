@@ -104,6 +104,13 @@ TEST_CASE("the CLI rejects malformed variables and flags, naming them") {
   r = test::run_command("HETFLOW_KERNEL_QUEUES=many " + cli + " run sobel --frames 1 --size 64x64");
   CHECK(r.status == 1);
   CHECK(r.output.find("HETFLOW_KERNEL_QUEUES='many'") != std::string::npos);
+  // --help and --version answer whatever the environment holds (as the footer promises: status 0).
+  for (const char* asks : {" --help", " --version", " run --help", " report -h"}) {
+    CAPTURE(asks);
+    r = test::run_command("HETFLOW_POLICY=fast " + cli + asks);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("HETFLOW_POLICY='fast'") == std::string::npos);
+  }
   r = test::run_command(cli + " run sobel --frames -1");
   CHECK(r.status != 0);
   CHECK(r.output.find("--frames") != std::string::npos);

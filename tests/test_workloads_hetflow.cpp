@@ -278,6 +278,18 @@ TEST_CASE("hetflow run refuses two of its files that are one, however spelt, --d
   refused("--size 64 --dump s3.json --trace s3.dot",
           "--dump 's3.json' (its Graphviz DOT, 's3.dot') and --trace 's3.dot' are one file");
   refused("--size 64 --dump s3.json --output ./s3.flow.dot", "(its flow graph's DOT, 's3.flow.dot') are one file");
+  // HETFLOW_DUMP's and HETFLOW_TRACE's files, one per controller (the second numbered): the sync
+  // controller's dump was lost under --dump's (a user's trial, 2026-11-29).
+  for (const auto& [env, args] :
+       {std::pair{"HETFLOW_DUMP=e.json", "--dump ./e.json"}, std::pair{"HETFLOW_DUMP=e.json", "--dump e.2.json"},
+        std::pair{"HETFLOW_TRACE=sub/../t.json", "--trace t.json"}}) {
+    auto r =
+        test::run_command("cd " + dir.string() + " && " + env + " " + cli + " run sobel --frames 1 --size 64 " + args);
+    INFO(env << " " << args << ": " << r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("has a controller of this run write") != std::string::npos);
+    for (const auto& entry : fs::directory_iterator(dir)) CHECK(entry.path().filename() == "in.y4m");
+  }
   std::ofstream(dir / "in.y4m") << "YUV4MPEG2 W8 H8 F25:1\n";
   refused("--input in.y4m --output ./in.y4m", "--output './in.y4m' is the --input file");
   refused("--input in.y4m --trace ../" + dir.filename().string() + "/in.y4m", "is the --input file");
@@ -350,6 +362,13 @@ TEST_CASE("hetflow run --input: --size is refused, too many --frames named, only
   INFO(r.output);
   CHECK(r.status == 1);
   CHECK(r.output.find("truncated frame 4") != std::string::npos);
+  // A header and no frame: the file's fault (status 1, as a truncated one), named.
+  const std::string empty = (dir / "empty.y4m").string();
+  { std::ofstream(empty) << "YUV4MPEG2 W64 H48 F25:1 Ip A1:1 C420jpeg\n"; }
+  r = test::run_command(cli + " run sobel --policy sync --input " + empty);
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("Y4M file '" + empty + "': no frames after its header") != std::string::npos);
   r = test::run_command(cli + " run sobel --policy sync --input " + in);
   INFO(r.output);
   CHECK(r.status == 0);

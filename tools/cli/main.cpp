@@ -6,6 +6,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "commands.hpp"
 #include "dump_report_commands.hpp"
@@ -19,6 +20,15 @@ constexpr int kUsageError = 2;
 int exit_for(const CLI::App& app, const CLI::Error& e) {
   const int code = app.exit(e);
   return code == 0 ? 0 : kUsageError;
+}
+
+bool asks_for_help_or_version(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return false;  // what follows is not an option
+    if (arg == "-h" || arg == "--help" || arg == "--version") return true;
+  }
+  return false;
 }
 }  // namespace
 
@@ -34,12 +44,16 @@ int main(int argc, char** argv) {
   hetflow::cli::add_run_command(app);
   hetflow::cli::add_dump_command(app);
   hetflow::cli::add_report_command(app);
-  try {
-    hetflow::check_environment();  // every HETFLOW_* variable, before any command reads one
-  } catch (const hetflow::Error& e) {
-    // Not the command line's mistake: the environment was set elsewhere, so not kUsageError.
-    std::cerr << "hetflow: " << e.what() << "\n";
-    return 1;
+  // Every HETFLOW_* variable, before any command reads one; not for --help and --version, which
+  // answer whatever the environment holds (CLI11 runs its parse callbacks before it handles them).
+  if (!asks_for_help_or_version(argc, argv)) {
+    try {
+      hetflow::check_environment();
+    } catch (const hetflow::Error& e) {
+      // Not the command line's mistake: the environment was set elsewhere, so not kUsageError.
+      std::cerr << "hetflow: " << e.what() << "\n";
+      return 1;
+    }
   }
   try {
     app.parse(argc, argv);

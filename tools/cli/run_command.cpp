@@ -332,8 +332,30 @@ void refuse_shared_paths(const RunOptions& o) {
            (*w.what ? std::string(" (") + w.what + ", '" + w.path + "')" : "");
   };
   const auto input = o.input.empty() ? std::filesystem::path() : resolved(o.input);
+  // HETFLOW_DUMP and HETFLOW_TRACE have each controller the run makes write a file: the variable's
+  // own for the first to end, with the controller's number before the extension for the others
+  // (docs/dump-schema.md). One of them named as --dump or --trace would lose a controller's file.
+  auto written_by_env = [&](const std::filesystem::path& file) -> const char* {
+    for (const char* variable : {"HETFLOW_DUMP", "HETFLOW_TRACE"}) {
+      const char* value = std::getenv(variable);
+      if (!value || !*value) continue;
+      const auto env = resolved(value);
+      if (file == env) return variable;
+      const std::string stem = env.stem().string(), ext = env.extension().string(), name = file.filename().string();
+      if (file.parent_path() != env.parent_path() || name.size() <= stem.size() + ext.size() + 1 ||
+          name.compare(0, stem.size() + 1, stem + ".") != 0 || name.compare(name.size() - ext.size(), ext.size(), ext))
+        continue;
+      const std::string number = name.substr(stem.size() + 1, name.size() - stem.size() - 1 - ext.size());
+      if (std::all_of(number.begin(), number.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) return variable;
+    }
+    return nullptr;
+  };
   for (std::size_t i = 0; i < written.size(); ++i) {
     const auto here = resolved(written[i].path);
+    if (const char* variable = written_by_env(here))
+      throw UsageError(describe(written[i]) + " is a file " + variable + "='" + std::getenv(variable) +
+                       "' has a controller of this run write: one would overwrite the other (unset " + variable +
+                       " or name another file)");
     if (!o.input.empty() && here == input)
       throw UsageError(describe(written[i]) + " is the --input file: it would be overwritten before it is read");
     for (std::size_t j = i + 1; j < written.size(); ++j) {

@@ -197,6 +197,8 @@ SobelFrames open_sobel_frames(const SobelRun& run) {
     f.reader = std::make_shared<Y4mReader>(run.input);
     f.width = f.reader->width();
     f.height = f.reader->height();
+    // A file's fault, not the command line's: a valid header with no frame after it.
+    if (available == 0) throw Error("Y4M file '" + run.input + "': no frames after its header");
     f.frames = available;
   }
   if (f.width <= 0 || f.height <= 0 || f.frames <= 0)
