@@ -145,7 +145,20 @@ std::shared_ptr<const Program> ProgramCache::from_file(const std::string& file, 
   if (!in) throw FileNotFoundError("kernel file '" + path + "' exists but cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  auto program = build(text.str(), with_file_directory(options, path), path);
+  std::shared_ptr<const Program> program;
+  try {
+    program = build(text.str(), with_file_directory(options, path), path);
+  } catch (const BuildError& e) {
+    // An include not found beside a file in a directory with whitespace or a double quote: that
+    // directory was not searched (with_file_directory), which the compiler's log cannot say.
+    const std::string dir = std::filesystem::absolute(path).lexically_normal().parent_path().string();
+    if (dir.find_first_of(" \t\n\r\f\v\"") == std::string::npos || e.log.find("not found") == std::string::npos) throw;
+    throw BuildError(e.device, e.file,
+                     e.log + "\n(hetflow: the kernel file's directory '" + dir +
+                         "' has whitespace or a double quote in its name, so this device's compiler may not search "
+                         "it for #include files (PoCL 3.1 does not): move the kernels to a directory without, or "
+                         "put the headers where an -I option of a plain path finds them)");
+  }
   std::lock_guard lock(mutex_);
   return by_key_.try_emplace({"file:" + path, options}, program).first->second;
 }

@@ -264,6 +264,17 @@ TEST_CASE("#include \"helper.h\" in a .cl file finds helper.h beside it, by HETF
     const bool keeps_quotes = at != std::string::npos && at + 5 < v.size() && v[at + 5] >= '0' && v[at + 5] <= '3' &&
                               (at + 6 >= v.size() || v[at + 6] == '.');
     if (!keeps_quotes) CHECK_NOTHROW(f.cache.from_file((spaced / "uses_helper.cl").string())->kernel("uses_helper"));
+    // Where the include is not found, the error says why the compiler's log cannot (a user's trial).
+    std::ofstream(spaced / "needs_missing.cl")
+        << "#include \"missing_helper.h\"\n__kernel void k(__global int* x) { x[0] = 1; }\n";
+    try {
+      f.cache.from_file((spaced / "needs_missing.cl").string());
+      FAIL("a missing include built");
+    } catch (const BuildError& e) {
+      CHECK(std::string(e.what()).find("missing_helper.h") != std::string::npos);
+      CHECK(std::string(e.what()).find("the kernel file's directory '" + spaced.string() + "' has whitespace") !=
+            std::string::npos);
+    }
   }
   fs::remove_all(dir);
   fs::remove_all(spaced);
