@@ -81,7 +81,9 @@ class Controller {
   // DeviceLost included, are logged, not thrown). Run inside one of its own host tasks or hooks
   // (one that held the last shared_ptr to it), it returns at once instead, and the controller's
   // work, dumps and end go on on a thread of the library's once that task has returned (joined at
-  // the process's exit).
+  // the process's exit). One held only by its own requests not yet run (a host task's capture) is
+  // not ended by anything but them: a program that returns from main before they run loses that
+  // work and its HETFLOW_DUMP, without a word — keep a reference and wait before returning.
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
