@@ -103,6 +103,8 @@ class Engine {
   // Blocks until those of `launches` that are this engine's kernel launches have ended, as a
   // blocking request under sync does: their failures are left to a wait.
   void wait_for_launches(const RequestList& launches);
+  // The same for `requests`, every one this engine's (a loop's own transfers); `name`: the wait's.
+  void wait_for(const RequestList& requests, std::string name);
   // Blocks the calling thread in the driver until the enqueued device command `p` (its event set) has
   // ended, then completes it, releasing what waits on it: how a waiting thread learns of an end at
   // once, where NVIDIA's callbacks and the completion poller come up to a millisecond late. Returns

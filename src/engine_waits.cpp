@@ -18,9 +18,16 @@
 namespace hetflow::detail {
 
 void Engine::wait_for_launches(const RequestList& launches) {
-  auto w = make_request<WaitWork>(Kind::wait, "sync(launches)");
+  RequestList here;
   for (const auto& p : launches)
-    if (launched_here(*p) && !p->ended()) w->wait().on.push_back(p);
+    if (launched_here(*p)) here.push_back(p);
+  wait_for(here, "sync(launches)");
+}
+
+void Engine::wait_for(const RequestList& requests, std::string name) {
+  auto w = make_request<WaitWork>(Kind::wait, std::move(name));
+  for (const auto& p : requests)
+    if (!p->ended()) w->wait().on.push_back(p);
   if (w->wait().on.empty()) return;
   wait_request(std::move(w));
 }

@@ -306,6 +306,26 @@ void LoopState::check_host_reads() const {
                          "the device body's launches use it as it is)");
 }
 
+void LoopState::check_disjoint_writes(std::size_t n) const {
+  if (devices_.size() < 2 || n < 2 || !body_.writes) return;
+  const Chunk first{0, 1}, last{n - 1, n};
+  std::vector<Access> at_first, at_last;
+  try {
+    at_first = body_.writes(first);
+    at_last = body_.writes(last);
+  } catch (...) {
+    return;  // the chunk that asks names it (chunk_writes)
+  }
+  for (const auto& a : at_first)
+    for (const auto& b : at_last)
+      if (a.tile == b.tile && a.box.overlaps(b.box))
+        throw UsageError("parallel_for over " + std::to_string(devices_.size()) + " devices: the writes of chunk " +
+                         range_text(first) + " and of chunk " + range_text(last) + " overlap on tile '" + a.tile->name +
+                         "' (LoopBody::writes): over several devices chunks must write disjoint "
+                         "regions, since one device's transfers back are not ordered with another's writes (give each "
+                         "chunk its own region, e.g. out(t.region(span_of(chunk))), or run the loop on one device)");
+}
+
 bool LoopState::take(int side, Chunk& chunk, std::size_t* piece) {
   const bool cpu = side < 0;
   if (piece) *piece = 0;
@@ -570,6 +590,7 @@ void LoopState::next_cpu() {
   const std::string name = "cpu chunk " + range_text(chunk);
   Engine::FlowNodeScope made_by(flow_node_);
   try {
+    std::lock_guard in_order(submitting_);
     c_.submit_hook(
         name,
         [this, chunk](const Outcome& o) {
@@ -708,7 +729,9 @@ void LoopState::next_device(unsigned d) {
   bool kernels_hooked = false;      // its kernels' hook is submitted: it carries the token on
   std::function<void()> back_half;  // while the hook on its transfers back is being submitted
   try {
-    std::vector<bool> read_first(writes.size());  // judged on the home tiles, before translation
+    std::lock_guard in_order(submitting_);
+    Engine::DeferredBlocking never_blocks(engine_of(ctl));  // under sync, what it defers its hooks wait for
+    std::vector<bool> read_first(writes.size());            // judged on the home tiles, before translation
     for (std::size_t i = 0; i < writes.size(); ++i) read_first[i] = read_before_device_chunk(writes[i]);
     // Before the body runs: its launches may use only tiles the device already has (DeviceView).
     if (view)
@@ -879,6 +902,10 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
   std::vector<Access> launched;  // what its launches write
   std::exception_ptr refusal;
   try {
+    // Submitted together (submitting_) and without blocking under it, then waited for outside it:
+    // a blocked transfer over may wait for a CPU chunk whose hook ends by submitting the next one.
+    std::lock_guard in_order(submitting_);
+    Engine::DeferredBlocking never_blocks(engine_of(c_));
     for (const auto& w : writes)
       if (read_before_device_chunk(w)) c_.submit_transfer(true, Access{w.tile, w.box, Role::in});
     {
@@ -887,7 +914,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
       if (kernels.empty()) refuse_no_launch(chunk);
     }
     CommandsOf collecting(nullptr, &transfers);
-    for (const auto& w : written_by_launches(writes, launched)) c_.submit_transfer(false, w);  // blocks (sync)
+    for (const auto& w : written_by_launches(writes, launched)) c_.submit_transfer(false, w);
   } catch (...) {
     refusal = std::current_exception();
   }
@@ -903,6 +930,7 @@ void LoopState::device_chunk_synchronously(Chunk chunk) {
     // back to have waited for them, and one the streaming step has yet to enqueue has no event to
     // block on: the chunk waits for every launch itself.
     engine_of(c_).wait_for_launches(kernels);
+    engine_of(c_).wait_for(transfers, "sync(transfers back)");  // as blocking ones would have (sync)
     for (const auto* commands : {&kernels, &transfers})
       for (const auto& r : *commands) {
         const Status status = r->ended() ? r->status.load(std::memory_order_acquire) : Status::done;
@@ -920,6 +948,7 @@ void LoopState::begin(std::size_t n) {
   Engine::FlowNodeScope made_by(flow_node_);
   check_constants(n);
   check_host_reads();
+  check_disjoint_writes(n);
   started_ = std::chrono::steady_clock::now();
   scheduler_->restart(n, last_call_seconds_, bool(body_.cpu), bool(body_.device));
   {

@@ -988,6 +988,41 @@ TEST_CASE("chunks whose writes overlap wait for each other, and a device chunk b
   }
 }
 
+// A histogram: every chunk reads and writes one counter (io()), the CPU by ++, the device by
+// atomic_inc. A CPU chunk submitted between a device chunk's transfer over and its transfer back
+// ran in between, and the transfer back overwrote its counts: 3-40 % lost, whole chunks at a time,
+// most under sync (a user's trial, 2026-11-29). A chunk's requests now follow one another.
+TEST_CASE("chunks that all read and write one region (io) lose no update, under every scheduler and policy") {
+  for (Policy policy : {Policy::async, Policy::sync}) {
+    for (const char* scheduler : {"logfit", "dynamic:100", "hguided"}) {
+      CAPTURE(policy);
+      CAPTURE(scheduler);
+      Controller c(test::options(policy));
+      constexpr std::size_t n = 100'000;
+      auto hist = c.tile<cl_uint>(1, "hist");
+      Kernel count = c.kernel_from_source(
+          "kernel void count(global uint* hist, ulong end) { if (get_global_id(0) < end) atomic_inc(&hist[0]); }",
+          "count");
+      LoopBody body;
+      body.cpu = [&](Chunk ch) {
+        for (std::size_t i = ch.begin; i < ch.end; ++i) ++hist[0];
+      };
+      body.device = [&](Controller& ctl, Chunk ch) {
+        ctl.launch(count, Range((ch.size() + 63) / 64 * 64).offset(ch.begin), io(hist), cl_ulong(ch.end));
+      };
+      body.writes = [&](Chunk) { return std::vector<Access>{io(hist)}; };
+      HeteroLoop loop(c, body, {.scheduler = scheduler});
+      for (int call = 0; call < 4; ++call) {
+        CAPTURE(call);
+        hist[0] = 0;
+        const LoopReport report = loop(n);
+        CHECK(report.sides[0].iterations + report.sides[1].iterations == n);
+        CHECK(hist[0] == n);
+      }
+    }
+  }
+}
+
 // The header refuses a device chunk that launches nothing; on the home device it was let through,
 // and its transfers back brought the device's untouched image over the results, no error.
 TEST_CASE("a device chunk that launches nothing is refused on the one device too, naming the chunk") {

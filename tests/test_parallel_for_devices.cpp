@@ -409,6 +409,19 @@ TEST_CASE("misuse of a loop over several devices is refused with what is wrong")
   Controller sync(test::options(Policy::sync));
   CHECK_THROWS_WITH_AS(HeteroLoop({&devs.home, &sync}, counting.body()), doctest::Contains("sync policy"), UsageError);
 
+  // Chunks writing one region (every chunk the whole tile) over two devices: a device's transfers
+  // back are not ordered with another's writes, and a histogram kept one device's counts only (a
+  // user's trial, 2026-11-29). Refused at the call, before anything runs.
+  {
+    LoopBody whole = counting.body();
+    whole.writes = [&](Chunk) { return std::vector<Access>{io(counting.device_hits)}; };
+    CHECK_THROWS_WITH_AS(parallel_for(devs.list(), 1000, whole),
+                         doctest::Contains("chunks must write disjoint regions"), UsageError);
+    CHECK_THROWS_WITH_AS(parallel_for(devs.list(), 1000, whole), doctest::Contains("tile 'device_hits'"), UsageError);
+    // One device takes them, one at a time (test_parallel_for.cpp).
+    CHECK_NOTHROW(parallel_for(devs.home, 1000, whole));
+  }
+
   // A launch on the second device over a home tile the loop never moved there.
   auto elsewhere = devs.home.tile<int>(1000, "elsewhere");
   LoopBody body = counting.body();

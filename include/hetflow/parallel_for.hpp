@@ -100,7 +100,9 @@ struct LoopBody {
   // past its tile is refused, named, and fails the call): a CPU chunk's roles, and what comes
   // back from the device after a device chunk — the parts of it that the chunk's launches declare
   // writing, nothing else. Chunks' regions may overlap (every chunk's the whole tile, say), and the
-  // chunks whose regions overlap then wait for each other: correct, but one at a time.
+  // chunks whose regions overlap then wait for each other: correct, but one at a time. Over several
+  // devices they must be disjoint (one device's transfers back are not ordered with another's
+  // writes): a loop whose first and last iterations' writes overlap is refused at the call.
   std::function<std::vector<Access>(Chunk)> writes{};
 };
 
