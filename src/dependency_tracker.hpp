@@ -31,30 +31,35 @@ inline Box intersection(const Box& a, const Box& b) {
   return r;
 }
 
-// What is left of `a` outside `b`, where that is one box: `b` overlaps `a` over its whole extent
-// but along one dimension, and there from one end. Otherwise `a` itself (a conservative answer: it
-// only keeps hazards that an exact one would drop).
-inline Box remainder(const Box& a, const Box& b) {
+// What is left of `a` outside `b`, exactly: `piece` is called with each of up to six boxes (two
+// slabs per dimension), `a` itself where they do not overlap, nothing where `b` contains `a`. A
+// write that covers an earlier access in part leaves the tracker these pieces; a single box kept
+// whole where the rest was not one (a cut in the middle: two) made a reader of the overwritten
+// middle depend on the earlier write too, and cancelled it if that write failed (a loop's device
+// chunk behind a failed writer of its whole output, a user's trial, 2026-11-29).
+template <class Piece>
+void subtract(Box a, const Box& b, Piece&& piece) {
   const Box in = intersection(a, b);
-  if (in.empty()) return a;
-  int cut = -1;
+  if (in.empty()) {
+    piece(a);
+    return;
+  }
   for (int d = 0; d < 3; ++d) {
-    if (in.offset[d] == a.offset[d] && in.size[d] == a.size[d]) continue;
-    if (cut >= 0) return a;  // cut along two dimensions: an L-shape or a frame
-    cut = d;
+    const std::size_t a_end = a.offset[d] + a.size[d], in_end = in.offset[d] + in.size[d];
+    if (in.offset[d] > a.offset[d]) {
+      Box below = a;
+      below.size[d] = in.offset[d] - a.offset[d];
+      piece(below);
+    }
+    if (in_end < a_end) {
+      Box above = a;
+      above.offset[d] = in_end;
+      above.size[d] = a_end - in_end;
+      piece(above);
+    }
+    a.offset[d] = in.offset[d];  // the rest lies within b along d
+    a.size[d] = in.size[d];
   }
-  if (cut < 0) return Box{};  // b contains a
-  Box r = a;
-  const std::size_t a_end = a.offset[cut] + a.size[cut], in_end = in.offset[cut] + in.size[cut];
-  if (in.offset[cut] == a.offset[cut]) {  // b covers a's start
-    r.offset[cut] = in_end;
-    r.size[cut] = a_end - in_end;
-  } else if (in_end == a_end) {  // b covers a's end
-    r.size[cut] = in.offset[cut] - a.offset[cut];
-  } else {
-    return a;  // b inside a along that dimension: two pieces
-  }
-  return r;
 }
 
 template <class Handle>
@@ -111,16 +116,24 @@ class DependencyTracker {
     if (writes) {
       // Accesses inside the written box are now ordered before `who`; anyone who would conflict
       // with them conflicts with `who` and so waits for them transitively. One that the write
-      // covers in part keeps only the part left, where that is a box: a reader of what `who`
-      // overwrote then depends on `who` alone, and is not cancelled by an older write's failure
+      // covers in part keeps only the parts left (subtract): a reader of what `who` overwrote then
+      // depends on `who` alone, and is not cancelled by an older write's failure
       // (docs/architecture.md, "Failures").
-      list.erase(std::remove_if(list.begin(), list.end(),
-                                [&](Entry& e) {
-                                  if (box.contains(e.box)) return true;
-                                  e.box = remainder(e.box, box);
-                                  return false;
-                                }),
+      list.erase(std::remove_if(list.begin(), list.end(), [&](const Entry& e) { return box.contains(e.box); }),
                  list.end());
+      const std::size_t kept = list.size();
+      for (std::size_t i = 0; i < kept; ++i) {
+        if (!list[i].box.overlaps(box)) continue;
+        const Entry whole = list[i];  // the pieces after the first are appended: list may move
+        bool first = true;
+        subtract(whole.box, box, [&](const Box& piece) {
+          if (first)
+            list[i].box = piece;
+          else
+            list.push_back(Entry{whole.who, piece, whole.writes, whole.slot});
+          first = false;
+        });
+      }
     } else {
       for (auto& e : list)
         if (e.who == who && e.box.contains(box)) return;  // already recorded (e.g. in(a) twice)

@@ -526,6 +526,25 @@ TEST_CASE("a failed write overwritten in part: a reader of the overwritten part 
     CHECK(outcomes(reported_by([&] { c.wait(x); })) == Outcomes{"bad-writer: failed", "read-second-half: cancelled"});
     CHECK(first_ran.load());
     CHECK_FALSE(second_ran.load());
+
+    // Overwritten in the middle, the rest in two pieces: a reader of the middle runs, readers of
+    // either end are cancelled. The middle was kept whole with the rest, and its reader cancelled
+    // (a loop's chunk behind a failed writer of its whole output, a user's trial, 2026-11-29).
+    const Box middle{{6, 0, 0}, {4, 1, 1}}, start{{0, 0, 0}, {2, 1, 1}}, end{{12, 0, 0}, {4, 1, 1}};
+    c.host_task(
+        "bad-writer-again", [] { throw std::runtime_error("boom"); }, out(x));
+    c.host_task(
+        "overwrite-middle", [&] { std::fill(x.data() + 6, x.data() + 10, 3.0f); }, out(x.region(middle)));
+    std::atomic<bool> middle_ran{false};
+    c.host_task(
+        "read-middle", [&] { middle_ran = x[7] == 3.0f; }, in(x.region(middle)));
+    c.host_task(
+        "read-start", [] {}, in(x.region(start)));
+    c.host_task(
+        "read-end", [] {}, in(x.region(end)));
+    CHECK(outcomes(reported_by([&] { c.wait(x); })) ==
+          Outcomes{"bad-writer-again: failed", "read-start: cancelled", "read-end: cancelled"});
+    CHECK(middle_ran.load());
     check_still_works(c);
   }
 }

@@ -437,12 +437,14 @@ class FailureModel {
     if (throws && !cancelled) failed_.insert(index);
     for (const auto& t : touches) {
       auto& list = lists_[key(t)];
-      if (t.writes)  // a write covering an entry in part leaves the rest, where that is a box
-        std::erase_if(list, [&](Entry& e) {
-          if (t.box.contains(e.box)) return true;
-          e.box = hetflow::detail::remainder(e.box, t.box);
-          return false;
-        });
+      if (t.writes) {  // a write covering an entry in part leaves the rest of it, exactly
+        std::vector<Entry> rest;
+        for (const auto& e : list)
+          hetflow::detail::subtract(e.box, t.box, [&](const hetflow::Box& piece) {
+            rest.push_back({piece, e.writes, e.index});
+          });
+        list = std::move(rest);
+      }
       if (bad) list.push_back({t.box, t.writes, index});
     }
     if (bad) {

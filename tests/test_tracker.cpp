@@ -141,15 +141,47 @@ TEST_CASE("a writer covering earlier accesses supersedes them, readers pile up u
   CHECK(e[0].from == 11);
 }
 
-TEST_CASE("a write covering an earlier access in part keeps only the rest of it, where the rest is a box") {
+TEST_CASE("a write covering an earlier access in part keeps exactly the rest of it, in boxes") {
+  const auto rest = [](const Box& a, const Box& b) {
+    std::vector<Box> pieces;
+    subtract(a, b, [&](const Box& p) { pieces.push_back(p); });
+    return pieces;
+  };
+  using Boxes = std::vector<Box>;
   const Box a{{10, 0, 0}, {10, 4, 1}};                                               // columns 10-19, rows 0-3
-  CHECK(remainder(a, Box{{0, 0, 0}, {15, 4, 1}}) == (Box{{15, 0, 0}, {5, 4, 1}}));   // its start
-  CHECK(remainder(a, Box{{15, 0, 0}, {50, 9, 1}}) == (Box{{10, 0, 0}, {5, 4, 1}}));  // its end
-  CHECK(remainder(a, Box{{0, 2, 0}, {64, 2, 1}}) == (Box{{10, 0, 0}, {10, 2, 1}}));  // its last rows
-  CHECK(remainder(a, Box{{12, 0, 0}, {2, 4, 1}}) == a);                              // a gap in the middle
-  CHECK(remainder(a, Box{{0, 0, 0}, {15, 2, 1}}) == a);                              // a corner: L-shaped rest
-  CHECK(remainder(a, Box{{30, 0, 0}, {5, 4, 1}}) == a);                              // disjoint
-  CHECK(remainder(a, Box{{0, 0, 0}, {64, 64, 1}}).empty());                          // all of it
+  CHECK(rest(a, Box{{0, 0, 0}, {15, 4, 1}}) == Boxes{Box{{15, 0, 0}, {5, 4, 1}}});   // its start
+  CHECK(rest(a, Box{{15, 0, 0}, {50, 9, 1}}) == Boxes{Box{{10, 0, 0}, {5, 4, 1}}});  // its end
+  CHECK(rest(a, Box{{0, 2, 0}, {64, 2, 1}}) == Boxes{Box{{10, 0, 0}, {10, 2, 1}}});  // its last rows
+  CHECK(rest(a, Box{{12, 0, 0}, {2, 4, 1}}) ==                                       // a gap in the middle
+        (Boxes{Box{{10, 0, 0}, {2, 4, 1}}, Box{{14, 0, 0}, {6, 4, 1}}}));
+  CHECK(rest(a, Box{{0, 0, 0}, {15, 2, 1}}) ==  // a corner: L-shaped rest
+        (Boxes{Box{{15, 0, 0}, {5, 4, 1}}, Box{{10, 2, 0}, {5, 2, 1}}}));
+  CHECK(rest(a, Box{{12, 1, 0}, {2, 2, 1}}).size() == 4);  // a hole: a frame
+  CHECK(rest(a, Box{{30, 0, 0}, {5, 4, 1}}) == Boxes{a});  // disjoint
+  CHECK(rest(a, Box{{0, 0, 0}, {64, 64, 1}}).empty());     // all of it
+  // The pieces and the overlap tile `a` exactly: every cell once.
+  for (const Box& b : {Box{{12, 1, 0}, {2, 2, 1}}, Box{{0, 0, 0}, {15, 2, 1}}, Box{{11, 3, 0}, {100, 1, 1}}}) {
+    std::size_t cells = intersection(a, b).count();
+    for (const Box& p : rest(a, b)) {
+      cells += p.count();
+      CHECK_FALSE(p.overlaps(b));
+      CHECK(a.contains(p));
+    }
+    CHECK(cells == a.count());
+  }
+
+  // A cut in the middle of a write: readers of the middle depend on the later writer alone.
+  {
+    Fixture f;
+    f.submit(1, ops[3], Box{{0, 0, 0}, {30, 1, 1}});
+    f.submit(2, ops[3], Box{{10, 0, 0}, {10, 1, 1}});
+    auto e = f.submit(3, ops[2], Box{{12, 0, 0}, {5, 1, 1}});
+    REQUIRE(e.size() == 1);
+    CHECK(e[0].from == 2);
+    e = f.submit(4, ops[2], Box{{25, 0, 0}, {5, 1, 1}});
+    REQUIRE(e.size() == 1);
+    CHECK(e[0].from == 1);
+  }
 
   // Writer 1 of cells 0-9, writer 2 of 0-4: a reader of 0-4 waits for writer 2 only (which waited
   // for 1), one of 5-9 for writer 1 only, one of 3-6 for both.
