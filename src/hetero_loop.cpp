@@ -285,13 +285,29 @@ void LoopState::move_constants_home() {
 }
 
 void LoopState::check_constants(std::size_t n) const {
-  if (body_.constants.empty() || n == 0) return;
-  for (const auto& w : body_.writes(Chunk{0, n}))
+  if (n == 0 || !body_.writes || (body_.constants.empty() && !body_.cpu)) return;
+  std::vector<Access> writes;
+  try {
+    writes = body_.writes(Chunk{0, n});
+  } catch (...) {
+    return;  // the chunk that asks names it (chunk_writes)
+  }
+  // Regions, as hazards are: a constant row beside the rows the chunks write is no write of it.
+  for (const auto& w : writes)
     for (const auto& k : body_.constants)
-      if (w.tile == k.tile)
+      if (w.tile == k.tile && w.box.overlaps(k.box))
         throw UsageError("parallel_for: tile '" + k.tile->name +
                          "' is in LoopBody::constants and among the chunks' writes: a constant no call changes "
                          "cannot be written (give it in LoopBody::reads)");
+  // CPU chunks write the host images: a device-only tile among the writes was refused only once a
+  // CPU chunk came, in the words of an internal hook, and not at all where the split gave the CPU none.
+  if (body_.cpu)
+    for (const auto& w : writes)
+      if (w.tile->device_only)
+        throw UsageError("parallel_for: tile '" + w.tile->name +
+                         "' is among the chunks' writes (LoopBody::writes) but is device-only: CPU chunks write the "
+                         "host images, and it has none (a device body's scratch needs no place among the writes; "
+                         "leave the CPU body unset for a loop that runs on the device alone)");
 }
 
 void LoopState::check_host_reads() const {

@@ -87,7 +87,8 @@ class LoopState {
   void prepare_further_devices(std::size_t n);
   // LoopBody::constants to the home device, unless there already.
   void move_constants_home();
-  // UsageError if a chunk of [0, n) writes a tile of LoopBody::constants.
+  // UsageError if the chunks of [0, n) write a region of LoopBody::constants, or, with a CPU body,
+  // a device-only tile.
   void check_constants(std::size_t n) const;
   // UsageError for a device-only tile in LoopBody::reads or constants of a loop with a CPU body (one
   // device; over several, prepare_further_devices refuses them): its refusal came from a CPU chunk's

@@ -1399,6 +1399,48 @@ TEST_CASE("a loop's constants are moved to the device once, its reads every call
   }
 }
 
+// Both checks at the call work on regions and roles as the hazards do (a user's trial, 2026-11-29):
+// a constant row beside the rows the chunks write was refused as if written; a device-only tile
+// among a CPU body's writes was refused only once a CPU chunk came, in an internal hook's words.
+TEST_CASE("a loop's constant region beside the written ones runs; a device-only write with a CPU body is refused") {
+  Controller c(test::options(Policy::async));
+  constexpr std::size_t n = 5000;
+  auto t = c.tile<float>(n + 1, "t");
+  Kernel after_first = c.kernel_from_source(
+      "kernel void after_first(global float* t, ulong end) {"
+      "  size_t i = get_global_id(0); if (i < end) t[1 + i] = t[0] + (float)i; }",
+      "after_first");
+  const auto rest = [&](Chunk ch) { return t.region(Box{{1 + ch.begin, 0, 0}, {ch.size(), 1, 1}}); };
+  LoopBody body;
+  body.cpu = [&](Chunk ch) {
+    for (std::size_t i = ch.begin; i < ch.end; ++i) t[1 + i] = t[0] + float(i);
+  };
+  body.device = [&](Controller& ctl, Chunk ch) {
+    ctl.launch(after_first, Range(ch.size()).offset(ch.begin), out(rest(ch)), cl_ulong(ch.end));
+  };
+  body.constants = {in(t.region(Box{{0, 0, 0}, {1, 1, 1}}))};
+  body.writes = [&](Chunk ch) { return std::vector<Access>{out(rest(ch))}; };
+  t[0] = 0.5f;
+  HeteroLoop loop(c, body, {.scheduler = "static:0.5"});
+  loop(n);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += t[1 + i] != 0.5f + float(i);
+  CHECK(wrong == 0);
+
+  auto scratch = c.device_tile<float>(n, "scratch");
+  LoopBody scratch_written = body;
+  scratch_written.constants = {};
+  scratch_written.writes = [&](Chunk ch) { return std::vector<Access>{out(rest(ch)), out(scratch)}; };
+  for (const char* scheduler : {"static:1", "static:0", "logfit"}) {
+    CAPTURE(scheduler);
+    CHECK_THROWS_WITH_AS(parallel_for(c, n, scratch_written, {.scheduler = scheduler}),
+                         doctest::Contains("tile 'scratch' is among the chunks' writes (LoopBody::writes) but is "
+                                           "device-only: CPU chunks write the host images"),
+                         UsageError);
+  }
+  c.wait_all();
+}
+
 TEST_CASE("hetflow run runs the loop workloads with a scheduler, verified, and refuses a bad one") {
   const std::string cli = test::program_beside_or("hetflow", HETFLOW_CLI_PATH);
   for (const char* w : {"mandelbrot --size 96", "nbody --size 512", "spmv --size 10", "barneshut --size 3000"}) {

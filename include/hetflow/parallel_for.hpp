@@ -94,12 +94,14 @@ struct LoopBody {
   // What every chunk reads and no call changes (the matrix an iterative solver multiplies by):
   // moved to a device once, before its first chunk of the loop, and kept there over the calls — as
   // a read, SpMV's 400 MB matrix was 8 ms of each 13 ms call on an H200. After changing their host
-  // images, call HeteroLoop::constants_changed(). Not among a chunk's writes (UsageError).
+  // images, call HeteroLoop::constants_changed(). No chunk may write a region of them (UsageError
+  // at the call; other regions of the same tile may be written).
   std::vector<Access> constants{};
   // What a chunk writes (out()/io() of tiles or regions within them; a chunk given in() or a region
   // past its tile is refused, named, and fails the call): a CPU chunk's roles, and what comes
   // back from the device after a device chunk — the parts of it that the chunk's launches declare
-  // writing, nothing else. Chunks' regions may overlap (every chunk's the whole tile, say), and the
+  // writing, nothing else. With a CPU body, a device-only tile among them is refused at the call
+  // (CPU chunks write host images). Chunks' regions may overlap (every chunk's the whole tile, say), and the
   // chunks whose regions overlap then wait for each other: correct, but one at a time. Over several
   // devices they must be disjoint (one device's transfers back are not ordered with another's
   // writes): a loop whose first and last iterations' writes overlap is refused at the call.
