@@ -65,9 +65,10 @@ struct Chunk {
   std::size_t size() const { return end - begin; }
 };
 
-// The box of elements [c.begin, c.end) of a 1-D tile, and of rows [c.begin, c.end) of a 2-D one
-// (of every plane, of a 3-D one: as t.rows(c.begin, c.size()), whose box it is).
+// The box of elements [c.begin, c.end) of a 1-D tile.
 inline Box span_of(Chunk c) { return Box{{c.begin, 0, 0}, {c.size(), 1, 1}}; }
+// The box of rows [c.begin, c.end) of a 2-D tile (of every plane, of a 3-D one): t.rows(c.begin,
+// c.size())'s.
 template <class T>
 Box rows_of(const Tile<T>& t, Chunk c) {
   return t.rows(c.begin, c.size()).box();
