@@ -1402,7 +1402,7 @@ TEST_CASE("a loop's constants are moved to the device once, its reads every call
 // Both checks at the call work on regions and roles as the hazards do (a user's trial, 2026-11-29):
 // a constant row beside the rows the chunks write was refused as if written; a device-only tile
 // among a CPU body's writes was refused only once a CPU chunk came, in an internal hook's words.
-TEST_CASE("a loop's constant region beside the written ones runs; a device-only write with a CPU body is refused") {
+TEST_CASE("a loop's constant region beside the written ones runs, a device-only write with a CPU body is refused") {
   Controller c(test::options(Policy::async));
   constexpr std::size_t n = 5000;
   auto t = c.tile<float>(n + 1, "t");
