@@ -31,6 +31,16 @@ inline Box intersection(const Box& a, const Box& b) {
   return r;
 }
 
+// The smallest box holding both.
+inline Box bounding_box(const Box& a, const Box& b) {
+  Box r;
+  for (int d = 0; d < 3; ++d) {
+    r.offset[d] = std::min(a.offset[d], b.offset[d]);
+    r.size[d] = std::max(a.offset[d] + a.size[d], b.offset[d] + b.size[d]) - r.offset[d];
+  }
+  return r;
+}
+
 // What is left of `a` outside `b`, exactly: `piece` is called with each of up to six boxes (two
 // slabs per dimension), `a` itself where they do not overlap, nothing where `b` contains `a`. A
 // write that covers an earlier access in part leaves the tracker these pieces; a single box kept
@@ -107,11 +117,19 @@ class DependencyTracker {
               const char* slot, IsDone&& is_done, std::vector<Edge>& edges) {
     auto& list = of.lists_[static_cast<int>(image)];
     prune(list, is_done);
+    const std::size_t first_edge = edges.size();
     for (const auto& e : list) {
       if (e.who == who || !e.box.overlaps(box)) continue;
       if (!e.writes && !writes) continue;  // two reads never conflict
       const Hazard h = e.writes ? (reads ? Hazard::RAW : Hazard::WAW) : Hazard::WAR;
-      edges.push_back(Edge{e.who, h, tile, image, edge_regions_ ? intersection(e.box, box) : Box{}, e.slot, slot});
+      const Box region = edge_regions_ ? intersection(e.box, box) : Box{};
+      // Two pieces of one access (subtract) make one edge, over both regions' bounding box.
+      auto same = std::find_if(edges.begin() + std::ptrdiff_t(first_edge), edges.end(),
+                               [&](const Edge& x) { return x.from == e.who && x.hazard == h; });
+      if (same == edges.end())
+        edges.push_back(Edge{e.who, h, tile, image, region, e.slot, slot});
+      else if (edge_regions_)
+        same->region = bounding_box(same->region, region);
     }
     if (writes) {
       // Accesses inside the written box are now ordered before `who`; anyone who would conflict

@@ -181,6 +181,13 @@ TEST_CASE("a write covering an earlier access in part keeps exactly the rest of 
     e = f.submit(4, ops[2], Box{{25, 0, 0}, {5, 1, 1}});
     REQUIRE(e.size() == 1);
     CHECK(e[0].from == 1);
+    // A reader over both pieces of writer 1 and the middle: one edge from each writer, writer 1's
+    // over the bounding box of what it overlaps of the two pieces.
+    e = f.submit(5, ops[2], Box{{5, 0, 0}, {20, 1, 1}});
+    REQUIRE(e.size() == 2);
+    CHECK(e[0].from == 1);
+    CHECK(e[0].region == (Box{{5, 0, 0}, {20, 1, 1}}));
+    CHECK(e[1].from == 2);
   }
 
   // Writer 1 of cells 0-9, writer 2 of 0-4: a reader of 0-4 waits for writer 2 only (which waited
