@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   hetflow::cli::add_dump_command(app);
   hetflow::cli::add_report_command(app);
   // Every HETFLOW_* variable, before any command reads one; not for --help and --version, which
-  // answer whatever the environment holds (CLI11 runs its parse callbacks before it handles them).
+  // answer whatever the environment holds (read off the command line before CLI11 parses it).
   if (!asks_for_help_or_version(argc, argv)) {
     try {
       hetflow::check_environment();
