@@ -4,11 +4,8 @@
 # 2-7, then one LogFit SpMV run's per-call table. perf/RESULTS.md, 2026-11-29 16:24Z.
 #   bash perf/loops-two-gpus.sh [BUNDLE=bundle]   (on the two-GPU host)
 B=${1:-bundle}
-export LD_LIBRARY_PATH=$B/lib HETFLOW_KERNEL_PATH=$B/kernels_cl
-mkdir -p /tmp/vendors; cp /etc/OpenCL/vendors/*.icd /tmp/vendors/ 2>/dev/null
-echo libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd; export OCL_ICD_VENDORS=/tmp/vendors
+source "$(dirname "${BASH_SOURCE[0]}")/two-gpu-runs.sh"
 date -u; nproc; nvidia-smi --query-gpu=name --format=csv,noheader | head -2
-median() { grep -E '^[0-9]+ +[0-9.]+ ' | awk 'NR>2{print $2}' | sort -n | awk '{a[NR]=$1}END{print a[int((NR+1)/2)]}'; }
 one() { local w=$1 label=$2; shift 2; echo "$w $label $(timeout 100 "$B/bin/hetflow" run $w --calls 8 "$@" 2>&1 | median)"; }
 for round in 1 2; do
   one spmv dev0-alone --size 24 --devices 1:0,1:1 --scheduler static:1,0

@@ -4,11 +4,8 @@
 # 2026-11-28 19:01Z.   bash perf/spmv-two-gpu-splits.sh [BUNDLE]   (on the two-GPU host)
 set -uo pipefail
 B=${1:-bundle}
-export LD_LIBRARY_PATH=$B/lib HETFLOW_KERNEL_PATH=$B/kernels_cl
-mkdir -p /tmp/vendors; cp /etc/OpenCL/vendors/*.icd /tmp/vendors/ 2>/dev/null
-echo libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd; export OCL_ICD_VENDORS=/tmp/vendors
+source "$(dirname "${BASH_SOURCE[0]}")/two-gpu-runs.sh"
 date -u; nproc
-median() { grep -E '^[0-9]+ +[0-9.]+ ' | awk 'NR>2{print $2}' | sort -n | awk '{a[NR]=$1}END{print a[int((NR+1)/2)]}'; }
 one() { local label=$1; shift; echo "$label $(timeout 120 "$B/bin/hetflow" run spmv --size 24 --calls 8 "$@" 2>&1 | median)"; }
 HETFLOW_LOG=debug timeout 120 "$B/bin/hetflow" run spmv --size 24 --calls 10 --devices 1:0,1:1 > /tmp/spmv-logfit.log 2>&1
 grep -E '^[0-9]+ +[0-9.]+ ' /tmp/spmv-logfit.log
